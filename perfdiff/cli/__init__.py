@@ -1,0 +1,1 @@
+"""Typer commands: parse, call one function, render. The only place that exits."""

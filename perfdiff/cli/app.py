@@ -1,0 +1,55 @@
+"""The ``perfdiff`` command: one typer app, each subcommand in its own module.
+
+Why a wrapper around ``app()``: every :class:`PerfdiffError` becomes one line on stderr and
+its documented exit code (docs/reference/exit-codes.md); no user error prints a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from perfdiff import __version__
+from perfdiff.errors import ExitCode, PerfdiffError
+
+app = typer.Typer(
+    name="perfdiff",
+    help="Find which GPU kernels made a run slower, and why.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"perfdiff {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """Find which GPU kernels made a run slower, and why."""
+
+
+def _register_commands() -> None:
+    """Import the command modules; each adds its commands to ``app`` on import."""
+    from perfdiff.cli import commands  # noqa: F401
+
+
+def main() -> None:
+    """Console-script entry point."""
+    _register_commands()
+    try:
+        app(standalone_mode=True)
+    except PerfdiffError as exc:
+        print(f"perfdiff: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("perfdiff: interrupted", file=sys.stderr)
+        sys.exit(ExitCode.INTERRUPTED)

@@ -1,0 +1,6 @@
+"""Imports every command module so that each registers itself on ``perfdiff.cli.app.app``.
+
+Add one line per new command module; keep this file free of logic.
+"""
+
+from __future__ import annotations

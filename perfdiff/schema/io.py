@@ -1,0 +1,433 @@
+"""Read and write run files (.json and .json.gz), with a version gate and one-line errors.
+
+Why hand-written converters: raw dicts live only at this edge; every field is checked once
+here so that nothing downstream needs to ask "is this key there?". Writes are atomic (temp file
+in the same directory + ``os.replace``) so an interrupted collection never leaves half a file.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import tempfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from perfdiff.errors import InputError, SchemaVersionError
+from perfdiff.schema.model import (
+    Collection,
+    CycleTable,
+    DeviceInfo,
+    Environment,
+    KernelName,
+    KernelTable,
+    MetricSeries,
+    Run,
+    RunFile,
+    Status,
+    TransferTable,
+    Workload,
+)
+from perfdiff.schema.versions import (
+    CURRENT_VERSION,
+    MIGRATIONS,
+    SUPPORTED_MAJORS,
+    parse_version,
+)
+
+T = TypeVar("T")
+
+
+class _Malformed(Exception):
+    """Internal: a field is missing or has the wrong type; carries the JSON path."""
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def load_run_file(path: str | os.PathLike[str]) -> RunFile:
+    """Load and validate a run file; raise :class:`InputError` with one clear line on failure."""
+    p = Path(path)
+    raw = _read_json(p)
+    return run_file_from_dict(raw, source=str(p))
+
+
+def _read_json(p: Path) -> Any:
+    if not p.exists():
+        raise InputError(f"{p}: no such file; check the path (run files end in .json or .json.gz)")
+    if p.is_dir():
+        raise InputError(f"{p}: is a folder, not a run file")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read ({exc.strerror})") from exc
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (EOFError, OSError, zlib.error) as exc:
+            raise InputError(
+                f"{p}: gzip data is truncated or corrupt ({exc}); re-copy or re-record the file"
+            ) from exc
+    if not data.strip():
+        raise InputError(f"{p}: file is empty")
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p}: not a run file (not UTF-8 text)") from exc
+    except json.JSONDecodeError as exc:
+        hint = "file is truncated" if exc.pos >= len(data.rstrip()) - 1 else "not valid JSON"
+        raise InputError(
+            f"{p}: {hint} (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "re-copy or re-record the file"
+        ) from exc
+
+
+def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
+    """Validate a decoded JSON document and build the typed :class:`RunFile`."""
+    if not isinstance(raw, dict):
+        raise InputError(f"{source}: not a perfdiff run file (top level is not a JSON object)")
+    version_text = raw.get("schema_version")
+    if version_text is None:
+        raise InputError(
+            f"{source}: not a perfdiff run file (no 'schema_version'); "
+            "record one with 'perfdiff collect'"
+        )
+    version = parse_version(version_text)
+    if version is None:
+        raise InputError(f"{source}: malformed schema_version {version_text!r} (expected 'M.N')")
+    major = version[0]
+    supported = ", ".join(f"{m}.x" for m in SUPPORTED_MAJORS)
+    if major not in SUPPORTED_MAJORS and major not in MIGRATIONS:
+        raise SchemaVersionError(
+            f"{source}: schema version {version_text} is not supported (this perfdiff reads "
+            f"{supported}); upgrade perfdiff or re-record the run with this version"
+        )
+    while major in MIGRATIONS and major not in SUPPORTED_MAJORS:
+        raw = MIGRATIONS[major](raw)
+        major += 1
+    try:
+        return _build_run_file(raw)
+    except _Malformed as exc:
+        raise InputError(f"{source}: malformed run file: {exc}") from None
+
+
+def _get(d: Mapping[str, Any], key: str, where: str) -> Any:
+    if not isinstance(d, Mapping):
+        raise _Malformed(f"{where} is not an object")
+    if key not in d:
+        raise _Malformed(f"missing field '{where}.{key}'")
+    return d[key]
+
+
+def _typed(value: Any, kind: type[T], where: str, *, optional: bool = False) -> T:
+    if value is None and optional:
+        return value  # type: ignore[return-value]
+    ok = isinstance(value, kind)
+    if kind is int and isinstance(value, bool):
+        ok = False
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)  # type: ignore[return-value]
+    if not ok:
+        raise _Malformed(f"field '{where}' should be {kind.__name__}, got {type(value).__name__}")
+    return value  # type: ignore[no-any-return]
+
+
+def _int_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.int64]]:
+    if not isinstance(value, list):
+        raise _Malformed(f"field '{where}' should be a list of integers")
+    try:
+        arr = np.asarray(value, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        raise _Malformed(f"field '{where}' should hold only integers") from None
+    if arr.ndim != 1:
+        raise _Malformed(f"field '{where}' should be a flat list")
+    return arr
+
+
+def _float_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+    if not isinstance(value, list):
+        raise _Malformed(f"field '{where}' should be a list of numbers")
+    try:
+        # null encodes NaN (strict JSON has no NaN)
+        arr = np.asarray([math.nan if v is None else v for v in value], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise _Malformed(f"field '{where}' should hold only numbers or null") from None
+    if arr.ndim != 1:
+        raise _Malformed(f"field '{where}' should be a flat list")
+    return arr
+
+
+def _bool_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
+        raise _Malformed(f"field '{where}' should be a list of true/false")
+    return np.asarray(value, dtype=np.bool_)
+
+
+def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Malformed(f"field '{where}' should be a list of strings")
+    return tuple(value)
+
+
+def _columns(d: Any, cls: type[T], where: str) -> T:
+    """Build a columnar table dataclass; every column must have the same length."""
+    kwargs: dict[str, Any] = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        col_where = f"{where}.{f.name}"
+        value = _get(d, f.name, where)
+        if f.type == "IntArray":
+            kwargs[f.name] = _int_array(value, col_where)
+        elif f.type == "FloatArray":
+            kwargs[f.name] = _float_array(value, col_where)
+        elif f.type == "BoolArray":
+            kwargs[f.name] = _bool_array(value, col_where)
+        else:
+            kwargs[f.name] = _str_tuple(value, col_where)
+    lengths = {name: len(col) for name, col in kwargs.items()}
+    if len(set(lengths.values())) > 1:
+        raise _Malformed(f"columns of '{where}' have different lengths: {lengths}")
+    return cls(**kwargs)
+
+
+def _build_run_file(raw: dict[str, Any]) -> RunFile:
+    status_d = _get(raw, "status", "")
+    state = _typed(_get(status_d, "state", "status"), str, "status.state")
+    if state not in ("complete", "incomplete"):
+        raise _Malformed(
+            f"field 'status.state' should be 'complete' or 'incomplete', got {state!r}"
+        )
+    status = Status(
+        state=state,  # type: ignore[arg-type]
+        reason=_typed(status_d.get("reason"), str, "status.reason", optional=True),
+    )
+    env_d = _get(raw, "environment", "")
+    devices = tuple(
+        _build_device(d, f"environment.devices[{i}]")
+        for i, d in enumerate(_typed(_get(env_d, "devices", "environment"), list, "devices"))
+    )
+    env = Environment(
+        host=_typed(_get(env_d, "host", "environment"), str, "environment.host"),
+        driver_version=_opt_str(env_d, "driver_version", "environment"),
+        cuda_version=_opt_str(env_d, "cuda_version", "environment"),
+        cupti_version=_opt_str(env_d, "cupti_version", "environment"),
+        torch_version=_opt_str(env_d, "torch_version", "environment"),
+        python_version=_typed(
+            _get(env_d, "python_version", "environment"), str, "environment.python_version"
+        ),
+        devices=devices,
+    )
+    coll_d = _get(raw, "collection", "")
+    collection = Collection(
+        metrics=_str_tuple(_get(coll_d, "metrics", "collection"), "collection.metrics"),
+        sample_interval_ns=_typed(
+            _get(coll_d, "sample_interval_ns", "collection"), int, "collection.sample_interval_ns"
+        ),
+        sources=_str_tuple(_get(coll_d, "sources", "collection"), "collection.sources"),
+        warnings=_str_tuple(coll_d.get("warnings", []), "collection.warnings"),
+    )
+    wl_d = _get(raw, "workload", "")
+    workload = Workload(
+        name=_typed(_get(wl_d, "name", "workload"), str, "workload.name"),
+        params=_typed(wl_d.get("params", {}), dict, "workload.params"),
+        command=_str_tuple(wl_d.get("command", []), "workload.command"),
+    )
+    strings_d = _get(raw, "strings", "")
+    mangled = _str_tuple(_get(strings_d, "mangled", "strings"), "strings.mangled")
+    demangled = _str_tuple(_get(strings_d, "demangled", "strings"), "strings.demangled")
+    if len(mangled) != len(demangled):
+        raise _Malformed("strings.mangled and strings.demangled have different lengths")
+    strings = tuple(KernelName(m, d) for m, d in zip(mangled, demangled, strict=True))
+    runs_raw = _typed(_get(raw, "runs", ""), list, "runs")
+    runs = tuple(_build_run(r, f"runs[{i}]", len(strings)) for i, r in enumerate(runs_raw))
+    created = raw.get("created_unix_s")
+    return RunFile(
+        schema_version=str(raw["schema_version"]),
+        tool_version=_typed(_get(raw, "tool_version", ""), str, "tool_version"),
+        status=status,
+        environment=env,
+        collection=collection,
+        workload=workload,
+        strings=strings,
+        runs=runs,
+        created_unix_s=_typed(created, float, "created_unix_s", optional=True),
+    )
+
+
+def _opt_str(d: Mapping[str, Any], key: str, where: str) -> str | None:
+    return _typed(d.get(key), str, f"{where}.{key}", optional=True)
+
+
+def _opt_int(d: Mapping[str, Any], key: str, where: str) -> int | None:
+    return _typed(d.get(key), int, f"{where}.{key}", optional=True)
+
+
+def _build_device(d: Any, where: str) -> DeviceInfo:
+    return DeviceInfo(
+        index=_typed(_get(d, "index", where), int, f"{where}.index"),
+        name=_typed(_get(d, "name", where), str, f"{where}.name"),
+        uuid=_typed(_get(d, "uuid", where), str, f"{where}.uuid"),
+        sm_count=_typed(_get(d, "sm_count", where), int, f"{where}.sm_count"),
+        memory_bytes=_typed(_get(d, "memory_bytes", where), int, f"{where}.memory_bytes"),
+        sm_clock_mhz=_opt_int(d, "sm_clock_mhz", where),
+        mem_clock_mhz=_opt_int(d, "mem_clock_mhz", where),
+        compute_capability=_opt_str(d, "compute_capability", where),
+    )
+
+
+def _build_run(r: Any, where: str, n_strings: int) -> Run:
+    kernels = _columns(_get(r, "kernels", where), KernelTable, f"{where}.kernels")
+    if kernels.name_id.size and (kernels.name_id.min() < 0 or kernels.name_id.max() >= n_strings):
+        raise _Malformed(f"'{where}.kernels.name_id' points outside the string table")
+    metrics_raw = _typed(_get(r, "metrics", where), list, f"{where}.metrics")
+    metrics = tuple(_build_metric(m, f"{where}.metrics[{i}]") for i, m in enumerate(metrics_raw))
+    return Run(
+        index=_typed(_get(r, "index", where), int, f"{where}.index"),
+        pid=_typed(_get(r, "pid", where), int, f"{where}.pid"),
+        rank=_opt_int(r, "rank", where),
+        exit_code=_opt_int(r, "exit_code", where),
+        cycles=_columns(_get(r, "cycles", where), CycleTable, f"{where}.cycles"),
+        kernels=kernels,
+        memcpy=_columns(_get(r, "memcpy", where), TransferTable, f"{where}.memcpy"),
+        memset=_columns(_get(r, "memset", where), TransferTable, f"{where}.memset"),
+        metrics=metrics,
+        dropped_records=_typed(r.get("dropped_records", 0), int, f"{where}.dropped_records"),
+    )
+
+
+def _build_metric(m: Any, where: str) -> MetricSeries:
+    source = _typed(_get(m, "source", where), str, f"{where}.source")
+    if source not in ("pm_sampling", "nvml", "derived", "imported"):
+        raise _Malformed(f"field '{where}.source' has unknown value {source!r}")
+    ts = _int_array(_get(m, "timestamps_ns", where), f"{where}.timestamps_ns")
+    values = _float_array(_get(m, "values", where), f"{where}.values")
+    if ts.shape != values.shape:
+        raise _Malformed(f"'{where}' has {ts.size} timestamps but {values.size} values")
+    return MetricSeries(
+        name=_typed(_get(m, "name", where), str, f"{where}.name"),
+        unit=_typed(_get(m, "unit", where), str, f"{where}.unit"),
+        source=source,  # type: ignore[arg-type]
+        device=_typed(_get(m, "device", where), int, f"{where}.device"),
+        timestamps_ns=ts,
+        values=values,
+        interval_ns=_opt_int(m, "interval_ns", where),
+    )
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def run_file_to_dict(run_file: RunFile) -> dict[str, Any]:
+    """The JSON document for a run file (NaN written as null)."""
+    return {
+        "schema_version": run_file.schema_version,
+        "tool_version": run_file.tool_version,
+        "created_unix_s": run_file.created_unix_s,
+        "status": {"state": run_file.status.state, "reason": run_file.status.reason},
+        "environment": {
+            "host": run_file.environment.host,
+            "driver_version": run_file.environment.driver_version,
+            "cuda_version": run_file.environment.cuda_version,
+            "cupti_version": run_file.environment.cupti_version,
+            "torch_version": run_file.environment.torch_version,
+            "python_version": run_file.environment.python_version,
+            "devices": [_plain(d) for d in run_file.environment.devices],
+        },
+        "collection": _plain(run_file.collection),
+        "workload": _plain(run_file.workload),
+        "strings": {
+            "mangled": [s.mangled for s in run_file.strings],
+            "demangled": [s.demangled for s in run_file.strings],
+        },
+        "runs": [_run_to_dict(r) for r in run_file.runs],
+    }
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """A flat dataclass of JSON scalars/tuples/dicts -> dict (tuples become lists)."""
+    out: dict[str, Any] = {}
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out
+
+
+def _column_list(value: Any) -> list[Any]:
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "f":
+            return [None if math.isnan(v) else v for v in value.tolist()]
+        return list(value.tolist())
+    return list(value)
+
+
+def _table_to_dict(table: Any) -> dict[str, list[Any]]:
+    return {f.name: _column_list(getattr(table, f.name)) for f in fields(table)}
+
+
+def _run_to_dict(run: Run) -> dict[str, Any]:
+    return {
+        "index": run.index,
+        "pid": run.pid,
+        "rank": run.rank,
+        "exit_code": run.exit_code,
+        "dropped_records": run.dropped_records,
+        "cycles": _table_to_dict(run.cycles),
+        "kernels": _table_to_dict(run.kernels),
+        "memcpy": _table_to_dict(run.memcpy),
+        "memset": _table_to_dict(run.memset),
+        "metrics": [
+            {
+                "name": m.name,
+                "unit": m.unit,
+                "source": m.source,
+                "device": m.device,
+                "interval_ns": m.interval_ns,
+                "timestamps_ns": _column_list(m.timestamps_ns),
+                "values": _column_list(m.values),
+            }
+            for m in run.metrics
+        ],
+    }
+
+
+def save_run_file(run_file: RunFile, path: str | os.PathLike[str]) -> Path:
+    """Write atomically: temp file beside the target, fsync, rename. ``.gz`` suffix -> gzip."""
+    target = Path(path)
+    payload = json.dumps(run_file_to_dict(run_file), separators=(",", ":"), allow_nan=False)
+    data = payload.encode("utf-8")
+    if target.suffix == ".gz":
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp_name, target)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def empty_transfer_table() -> TransferTable:
+    """A memcpy/memset table with no rows."""
+    e = np.zeros(0, dtype=np.int64)
+    return TransferTable(kind=(), bytes=e, device=e, stream=e, start_ns=e, end_ns=e, cycle=e)
+
+
+__all__ = [
+    "CURRENT_VERSION",
+    "empty_transfer_table",
+    "load_run_file",
+    "run_file_from_dict",
+    "run_file_to_dict",
+    "save_run_file",
+]

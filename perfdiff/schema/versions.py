@@ -1,0 +1,31 @@
+"""Format versions of the run file, and the migration chain between them.
+
+History (keep one line per version, newest last):
+- 1.0 (perfdiff 0.1.0): first format. Columnar kernel/memcpy/memset/cycle tables per run,
+  interned kernel names, metric series from CUPTI PM sampling and NVML.
+
+A reader accepts any MINOR of a MAJOR it knows (minors only add optional fields) and refuses
+unknown MAJORs. Migrations are small pure functions ``dict -> dict`` from one version to the
+next, applied in order, each tested with an old file (asv's approach).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+CURRENT_VERSION = "1.0"
+SUPPORTED_MAJORS: tuple[int, ...] = (1,)
+
+# (from_major) -> function producing the next major's dict. Empty while only v1 exists.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def parse_version(text: object) -> tuple[int, int] | None:
+    """``"1.0"`` -> (1, 0); anything malformed -> None."""
+    if not isinstance(text, str):
+        return None
+    parts = text.split(".")
+    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+        return None
+    return int(parts[0]), int(parts[1])

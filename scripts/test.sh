@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Set up a virtual environment (if needed) and run the whole test suite: lint, types, pytest.
+# GPU tests (-m gpu) skip cleanly on machines without an NVIDIA GPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
+# torch (CPU build) only for the tests that drive built-in workloads on the CPU.
+.venv/bin/python -c 'import torch' 2>/dev/null || .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
+.venv/bin/ruff check perfdiff tests bench scripts
+.venv/bin/mypy perfdiff
+.venv/bin/python -m pytest -q "$@"
