@@ -1,0 +1,172 @@
+"""The typed result of a comparison: what ``report/`` renders and ``--format json`` serialises.
+
+Why frozen dataclasses: renderers are pure ``render(comparison) -> str`` (pyinstrument's idea),
+so every output format is one small module that cannot change a number. Statistics live in
+``perfdiff.analysis.stats``; the entry point that builds a :class:`Comparison` is
+``perfdiff.analysis.comparison.compare_tables(normal_table, abnormal_table, options)``.
+
+Conventions: percentages are in percent (0-100), times in milliseconds unless the field name
+says otherwise, NaN means "not defined" (renderers print "n/a"), never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Verdict = Literal["slower", "faster", "no change", "insufficient data", "appeared", "vanished"]
+
+# How independent samples were formed for the tests (said in the report):
+#   "runs"        - run-level means, >= 2 runs per side
+#   "batch means" - one run per side, cycles grouped into ~10 consecutive batches
+#   "cycles"      - raw per-cycle samples (only in --seed-compatible mode)
+TestUnit = Literal["runs", "batch means", "cycles"]
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """Knobs of a comparison (the CLI maps its flags onto these)."""
+
+    alpha: float = 0.05  # false-discovery rate for Benjamini-Hochberg q-values
+    practical_threshold_pct: float = 1.0  # a change must exceed this share of cycle time
+    seed_compatible: bool = False  # reproduce LatencyPrism's own numbers and ranking
+    n_batches: int = 10  # batch-means batches when each side has one run
+    bootstrap_resamples: int = 2000
+    seed: int = 0  # bootstrap RNG seed: output is deterministic
+    top: int = 3  # key findings to describe in prose
+    force: bool = False  # compare runs from different GPU models / workloads anyway
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    """One side (normal or abnormal) of the comparison."""
+
+    label: str  # "normal" / "abnormal" (or user-given)
+    source: str  # path of the input
+    n_runs: int
+    n_cycles: int  # measured (non-warm-up) cycles
+    cycle_ms_mean: float
+    cycle_ms_median: float
+    cycle_ms_desc: tuple[float, ...]  # cycle durations sorted longest first (rank table)
+    cycle_definition: str  # anchor / cycle marker, e.g. "Scheduler.run_batch" or "gpt-infer step"
+    workload: str
+    environment: tuple[tuple[str, str], ...] = ()  # ordered (key, value): GPU, driver, CUDA, ...
+
+
+@dataclass(frozen=True)
+class CycleTimeChange:
+    """Section 1: the change of mean cycle time, with a 95 % bootstrap interval."""
+
+    comparable: bool  # False when the two sides' cycles were cut differently
+    delta_ms: float
+    delta_pct: float
+    ci_low_pct: float
+    ci_high_pct: float
+    p_value: float
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One (function, metric, device, pid) row of the detailed comparison table."""
+
+    function: str  # full (demangled) name; renderers shorten, JSON keeps it
+    func_type: str  # "kernel", "idle", "memcpy", "memset", or an imported type ("oncpu", ...)
+    metric: str  # "" when the function has no metric samples
+    device: str  # "GPU 0", "Host", ...
+    pid: int | None
+    beta_normal: float  # mean share of cycle time, %
+    beta_abnormal: float
+    delta_beta: float  # percentage points
+    z_beta: float
+    p_beta: float  # Welch t-test
+    u_p_beta: float  # Mann-Whitney U
+    mu_normal: float  # time-weighted mean of the metric while the function ran
+    mu_abnormal: float
+    delta_mu: float
+    z_mu: float
+    z_log_mu: float
+    p_mu: float
+    u_p_mu: float
+    suspicion: float  # |Δβ| · (|Z(β)| + |Z(log μ)|)
+    q_value: float  # Benjamini-Hochberg across the report's tests
+    time_ms_normal: float  # mean time in the function per cycle
+    time_ms_abnormal: float
+    time_delta_ms: float
+    time_ci_low_ms: float  # 95 % bootstrap interval of time_delta_ms
+    time_ci_high_ms: float
+    verdict: Verdict
+    n_normal: int  # samples behind the tests (runs, batches or cycles: see Comparison.test_unit)
+    n_abnormal: int
+
+
+@dataclass(frozen=True)
+class MetricMove:
+    """A metric change that moved with a finding (key-findings prose)."""
+
+    metric: str
+    mu_normal: float
+    mu_abnormal: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A key finding: a function whose time changed, and the metrics that moved with it."""
+
+    function: str
+    device: str
+    pid: int | None
+    verdict: Verdict
+    beta_normal: float
+    beta_abnormal: float
+    delta_beta: float
+    time_ms_normal: float
+    time_ms_abnormal: float
+    time_delta_ms: float
+    time_ci_low_ms: float
+    time_ci_high_ms: float
+    p_value: float
+    q_value: float
+    metric_moves: tuple[MetricMove, ...]
+
+
+@dataclass(frozen=True)
+class InventoryChange:
+    """A function present on one side only (section 4), never zero-filled into the stats."""
+
+    function: str
+    device: str
+    pid: int | None
+    change: Literal["appeared", "vanished"]
+    time_ms_per_cycle: float  # on the side where it exists
+    launches_per_cycle: float  # NaN when unknown (imported data)
+
+
+@dataclass(frozen=True)
+class DeviceSummary:
+    """Per-device summary: which GPU departs from the others (multi-GPU inputs)."""
+
+    device: str
+    pid: int | None
+    busy_ms_normal: float  # kernel time per cycle
+    busy_ms_abnormal: float
+    delta_pct: float
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything a report shows. Rows are ranked so that findings come first."""
+
+    normal: SideSummary
+    abnormal: SideSummary
+    cycle_time: CycleTimeChange
+    rows: tuple[MetricRow, ...]
+    findings: tuple[Finding, ...]
+    inventory: tuple[InventoryChange, ...]
+    devices: tuple[DeviceSummary, ...]
+    test_unit: TestUnit
+    options: CompareOptions
+    mde_pct: float  # minimum detectable change of a function's time, % of cycle time (NaN: n/a)
+    notes: tuple[str, ...] = field(default=())  # warnings shown at the top of the report
