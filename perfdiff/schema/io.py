@@ -78,11 +78,15 @@ def _read_json(p: Path) -> Any:
     if not data.strip():
         raise InputError(f"{p}: file is empty")
     try:
-        return json.loads(data)
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{p}: not a run file (not UTF-8 text)") from exc
+    try:
+        return json.loads(text)
+    except RecursionError as exc:
+        raise InputError(f"{p}: not a run file (JSON nested too deeply)") from exc
     except json.JSONDecodeError as exc:
-        hint = "file is truncated" if exc.pos >= len(data.rstrip()) - 1 else "not valid JSON"
+        hint = "file is truncated" if exc.pos >= len(text.rstrip()) - 1 else "not valid JSON"
         raise InputError(
             f"{p}: {hint} (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "re-copy or re-record the file"
