@@ -95,7 +95,7 @@ class Scenario:
     common_cv_pct: float = 0.5  # per-cycle noise shared by every kernel of a cycle
     run_offset_pct: float = 0.0  # standard deviation of a run's multiplicative offset
     tail_prob: float = 0.02  # probability that a cycle stalls
-    tail_scale_pct: float = 5.0  # scale of a stall, % of the cycle (Pareto, shape 2.5)
+    tail_scale_pct: float = 10.0  # scale of a stall, % of the cycle (Pareto, shape 2.5)
     warmup_cycles: float = 3.0  # e-folding length of the warm-up transient, cycles
     warmup_excess_pct: float = 30.0  # excess duration of the very first cycle
     clock_drop_prob: float = 0.1  # share of cycles whose GPU clock is below maximum
@@ -247,7 +247,12 @@ def simulate_side(scenario: Scenario, rng: np.random.Generator) -> SimulatedSide
         0.0,
         100.0,
     )
-    return SimulatedSide(kernel_ms=kernel_ms, idle_ms=idle_ms, clock_mhz=clock, dram_pct=dram_pct)
+    return SimulatedSide(
+        kernel_ms=_quantise(kernel_ms, scenario.tick_ms),
+        idle_ms=_quantise(idle_ms, scenario.tick_ms),
+        clock_mhz=clock,
+        dram_pct=dram_pct,
+    )
 
 
 def apply_effect(side: SimulatedSide, scenario: Scenario, effect: Effect | None) -> SimulatedSide:
@@ -258,9 +263,13 @@ def apply_effect(side: SimulatedSide, scenario: Scenario, effect: Effect | None)
     if isinstance(effect, Slowdown):
         kernel_ms[:, :, effect.kernel] *= 1.0 + effect.pct / 100.0
     else:
-        moved_ms = effect.pct / 100.0 * kernel_mean_ms(scenario)[effect.source]
-        # Never move more than the source has in a cycle: the cycle must keep its exact duration.
-        moved = np.minimum(moved_ms, kernel_ms[:, :, effect.source])
+        # A whole number of timer ticks, never more than the source has in a cycle: every cycle
+        # must keep its exact duration after quantisation.
+        moved_ms = _quantise(
+            np.array([effect.pct / 100.0 * kernel_mean_ms(scenario)[effect.source]]),
+            scenario.tick_ms,
+        )[0]
+        moved = np.minimum(moved_ms, kernel_ms[:, :, effect.source] - scenario.tick_ms)
         kernel_ms[:, :, effect.source] -= moved
         kernel_ms[:, :, effect.target] += moved
     return SimulatedSide(
@@ -279,6 +288,7 @@ def to_table(
     side: SimulatedSide, scenario: Scenario, *, first_run: int = 0, pid: int = 4242
 ) -> pd.DataFrame:
     """Lay one side out as the long cycle table (one row per run, cycle, function, metric)."""
+    # Quantised again: a slowdown multiplies durations that were whole ticks.
     kernel_ms = _quantise(side.kernel_ms, scenario.tick_ms)
     idle_ms = _quantise(side.idle_ms, scenario.tick_ms)
     runs, cycles, kernels = kernel_ms.shape
@@ -352,5 +362,5 @@ def expected_kernel_ms(scenario: Scenario, *, runs: int = 4000, seed: int = 1234
     """
     big = Scenario(**{**scenario.__dict__, "n_runs": runs})
     side = simulate_side(big, np.random.default_rng(seed))
-    result: FloatArray = _quantise(side.kernel_ms, scenario.tick_ms).mean(axis=(0, 1))
+    result: FloatArray = side.kernel_ms.mean(axis=(0, 1))
     return result
