@@ -36,9 +36,10 @@ import numpy.typing as npt
 import pandas as pd
 from scipy.signal import lfilter
 
+from perfdiff.analysis.columns import COLUMNS, IDLE_FUNCTION
+
 FloatArray = npt.NDArray[np.float64]
 
-IDLE_FUNCTION = "[GPU idle]"
 CLOCK_METRIC = "gpu_sm_clock_mhz"
 DRAM_METRIC = "dram_throughput_pct"
 MAX_CLOCK_MHZ = 1980.0
@@ -64,20 +65,7 @@ _KERNEL_NAMES = (
     "triton_red_fused_native_layer_norm_1",
 )
 
-TABLE_COLUMNS = (
-    "run",
-    "pid",
-    "device",
-    "cycle",
-    "cycle_ms",
-    "anchor",
-    "function",
-    "func_type",
-    "metric",
-    "time_ms",
-    "beta_pct",
-    "mu",
-)
+TABLE_COLUMNS = tuple(COLUMNS)  # the cycle table's columns, in their declared order
 
 
 @dataclass(frozen=True)
