@@ -1,0 +1,97 @@
+"""The cycle table's columns, declared once.
+
+The cycle table is a long pandas DataFrame, one row per (run, pid, device, cycle, function,
+metric). Every producer (run-file builder, LatencyPrism importer, the validation harness) emits
+exactly these columns and every consumer (statistics) reads only these, so the format is stated
+here and nowhere else (HolisticTraceAnalysis's "columns as data").
+
+Conventions: ``time_ms`` and ``beta_pct`` are the function's time in the cycle (identical on
+every metric row of one function and cycle); ``mu`` is the metric's time-weighted mean while the
+function ran, in the metric's own unit (NaN: no sample), and ``metric`` is "" on the row of a
+function without metric samples. ``launches`` is optional (kernel launches in the cycle; imported
+data lacks it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import pandas as pd
+
+from perfdiff.errors import InputError
+
+RUN: Final = "run"
+PID: Final = "pid"
+DEVICE: Final = "device"
+CYCLE: Final = "cycle"
+CYCLE_MS: Final = "cycle_ms"
+ANCHOR: Final = "anchor"
+FUNCTION: Final = "function"
+FUNC_TYPE: Final = "func_type"
+METRIC: Final = "metric"
+TIME_MS: Final = "time_ms"
+BETA_PCT: Final = "beta_pct"
+MU: Final = "mu"
+LAUNCHES: Final = "launches"  # optional
+
+# column -> numpy dtype kind it must have ("i" int, "f" float, "O"/"U" str -> "s")
+COLUMNS: Final[Mapping[str, str]] = {
+    RUN: "i",
+    PID: "i",
+    DEVICE: "s",
+    CYCLE: "i",
+    CYCLE_MS: "f",
+    ANCHOR: "s",
+    FUNCTION: "s",
+    FUNC_TYPE: "s",
+    METRIC: "s",
+    TIME_MS: "f",
+    BETA_PCT: "f",
+    MU: "f",
+}
+OPTIONAL_COLUMNS: Final[Mapping[str, str]] = {LAUNCHES: "f"}
+
+# keys of one function's time series and of one metric's series
+FUNCTION_KEY: Final = (PID, DEVICE, FUNCTION)
+ROW_KEY: Final = (PID, DEVICE, FUNCTION, METRIC)
+CYCLE_KEY: Final = (RUN, PID, CYCLE)
+
+# func_type values with a meaning for the statistics
+KERNEL_TYPES: Final = frozenset({"kernel", "gpu_compute"})
+IDLE_FUNCTION: Final = "[GPU idle]"
+
+
+def empty_cycle_table() -> pd.DataFrame:
+    """A cycle table with no rows and the right dtypes."""
+    return pd.DataFrame({name: pd.Series([], dtype=_dtype(kind)) for name, kind in COLUMNS.items()})
+
+
+def _dtype(kind: str) -> str:
+    return {"i": "int64", "f": "float64", "s": "object"}[kind]
+
+
+def normalise_cycle_table(table: pd.DataFrame, *, source: str = "<table>") -> pd.DataFrame:
+    """Check the columns and coerce dtypes (strings as object, numbers as int64/float64).
+
+    Raises :class:`InputError` naming the missing columns, so a hand-made or third-party table
+    fails with one line instead of a KeyError deep in the statistics.
+    """
+    missing = [c for c in COLUMNS if c not in table.columns]
+    if missing:
+        raise InputError(f"{source}: cycle table lacks columns {missing}; see analysis/columns.py")
+    out = pd.DataFrame(index=pd.RangeIndex(len(table)))
+    for name, kind in {**COLUMNS, **OPTIONAL_COLUMNS}.items():
+        if name not in table.columns:
+            continue
+        column = table[name]
+        try:
+            if kind == "s":
+                out[name] = column.fillna("").astype(str).to_numpy(dtype=object)
+            else:
+                out[name] = column.to_numpy().astype(_dtype(kind))
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"{source}: column {name!r} has values of the wrong type ({exc})"
+            ) from None
+    return out
