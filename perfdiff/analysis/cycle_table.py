@@ -172,7 +172,9 @@ def _metric_rows(run: Run, in_cycle: np.ndarray, base: pd.DataFrame) -> pd.DataF
     dur = (k.end_ns - k.start_ns)[in_cycle].astype(np.float64)
     frames = []
     kernel_base = base[base[C.FUNC_TYPE] == "kernel"]
-    other = base[base[C.FUNC_TYPE] != "kernel"].assign(**{C.METRIC: "", C.MU: np.nan})
+    other = base[base[C.FUNC_TYPE] != "kernel"].copy()
+    other[C.METRIC] = ""
+    other[C.MU] = np.nan
     metric_devices: set[int] = set()
     for series in run.metrics:
         means = kernel_metric_means(run, series)[in_cycle]
@@ -195,7 +197,7 @@ def _metric_rows(run: Run, in_cycle: np.ndarray, base: pd.DataFrame) -> pd.DataF
         )
         rows[C.METRIC] = series.name
         frames.append(rows)
-    no_metric = kernel_base[~kernel_base["dev"].isin(sorted(metric_devices))].assign(
-        **{C.METRIC: "", C.MU: np.nan}
-    )
+    no_metric = kernel_base[~kernel_base["dev"].isin(sorted(metric_devices))].copy()
+    no_metric[C.METRIC] = ""
+    no_metric[C.MU] = np.nan
     return pd.concat([*frames, no_metric, other], ignore_index=True)

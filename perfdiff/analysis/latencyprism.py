@@ -1,0 +1,102 @@
+"""Import LatencyPrism ``*_perf_data`` folders into the cycle table.
+
+LatencyPrism (arXiv:2601.09258) writes ``result_perf_data.csv``: one row per (cycle, pid,
+function, metric, device) with the function's share of the cycle (``beta_pct``), its summed
+duration in the cycle (``duration``, us), the cycle's duration (``anchor_dur_us``) and the metric's
+duration-weighted mean while it ran (``mu_pct``). Importing it lets its incidents flow through
+our statistics unchanged.
+
+Why the conversions:
+- ``mu_pct`` is the metric multiplied by 100 for *every* metric (clocks, bytes too): divide by
+  100 so μ is in the metric's own unit. ``LP_MU_SCALE`` lets seed-compatible mode undo this.
+- ``beta_pct`` is kept as written (it can differ between metric rows of one function and cycle
+  when a metric lacked samples; the statistics take the function's time once per cycle).
+- pids, devices and ``anchor_name`` are kept, so several ranks stay apart and cycles cut at
+  different anchors can be detected.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from perfdiff.analysis import columns as C
+from perfdiff.errors import InputError
+
+PERF_FILE = "result_perf_data.csv"
+COUNTERS_FILE = "result_counters_data.csv"
+LP_MU_SCALE = 100.0  # LatencyPrism's mu_pct = metric x 100
+_REQUIRED = (
+    "cycle",
+    "pid",
+    "beta_pct",
+    "function_name",
+    "metric_name",
+    "device",
+    "func_type",
+    "mu_pct",
+    "duration",
+    "anchor_name",
+    "anchor_dur_us",
+)
+
+
+def is_latencyprism_folder(path: Path) -> bool:
+    """True when ``path`` is a folder holding LatencyPrism's per-cycle CSV."""
+    return path.is_dir() and (path / PERF_FILE).is_file()
+
+
+def load_latencyprism(path: str | Path) -> pd.DataFrame:
+    """Read a LatencyPrism ``*_perf_data`` folder as a cycle table (one run, index 0)."""
+    folder = Path(path)
+    csv = folder / PERF_FILE
+    if not csv.is_file():
+        raise InputError(
+            f"{folder}: no {PERF_FILE} here; pass a LatencyPrism '*_perf_data' folder or a run file"
+        )
+    try:
+        raw = pd.read_csv(csv, low_memory=False)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{csv}: cannot read as CSV ({exc})") from None
+    missing = [c for c in _REQUIRED if c not in raw.columns]
+    if missing:
+        raise InputError(f"{csv}: not LatencyPrism per-cycle data (missing columns {missing})")
+    return latencyprism_table(raw, source=str(csv))
+
+
+def latencyprism_table(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> pd.DataFrame:
+    """Convert LatencyPrism's rows (as read by pandas) to the cycle table."""
+    numeric = ["cycle", "pid", "beta_pct", "mu_pct", "duration", "anchor_dur_us"]
+    conv = {}
+    for name in numeric:
+        values = pd.to_numeric(raw[name], errors="coerce")
+        if name in ("cycle", "pid", "anchor_dur_us", "duration", "beta_pct"):
+            bad = values.isna() & raw[name].notna()
+            if bad.any() or (name in ("cycle", "anchor_dur_us") and values.isna().any()):
+                first_bad = (bad if bad.any() else values.isna()).to_numpy().argmax()
+                line = int(first_bad) + 2  # header is line 1
+                raise InputError(f"{source}: line {line}: column {name!r} is not a number")
+        conv[name] = values
+    if "instances_count" in raw.columns:
+        launches = pd.to_numeric(raw["instances_count"], errors="coerce").astype("float64")
+    else:
+        launches = pd.Series(float("nan"), index=raw.index)
+    table = pd.DataFrame(
+        {
+            C.RUN: 0,
+            C.PID: conv["pid"].fillna(-1).astype("int64"),
+            C.DEVICE: raw["device"].fillna("").astype(str),
+            C.CYCLE: conv["cycle"].astype("int64"),
+            C.CYCLE_MS: conv["anchor_dur_us"].astype("float64") / 1000.0,
+            C.ANCHOR: raw["anchor_name"].fillna("").astype(str),
+            C.FUNCTION: raw["function_name"].fillna("").astype(str),
+            C.FUNC_TYPE: raw["func_type"].fillna("").astype(str),
+            C.METRIC: raw["metric_name"].fillna("").astype(str).replace("N/A", ""),
+            C.TIME_MS: conv["duration"].astype("float64") / 1000.0,
+            C.BETA_PCT: conv["beta_pct"].astype("float64"),
+            C.MU: conv["mu_pct"].astype("float64") / LP_MU_SCALE,
+            C.LAUNCHES: launches,
+        }
+    )
+    return table
