@@ -1,0 +1,177 @@
+"""The one number format and the escaping rules every human-readable report uses.
+
+Why one module: the seed report mixed "1001081.25" with "771,618.75" and printed p = 0 for rows
+that did not change. Here every number goes through one of a few functions:
+
+- fixed decimals with thousands separators (``1,234.57``), ``+`` on signed changes;
+- ``n/a`` for NaN (not defined), ``inf`` / ``-inf`` for infinities, never ``nan`` or ``0``;
+- p- and q-values with three decimals, and ``<0.001`` below that (a p-value is never "0");
+- negative zero prints as zero, so output is identical across platforms.
+
+Names come from users' programs and may hold ``|``, ``<``, ``*``, ``_`` or backticks:
+:func:`md_cell` makes them inert inside a table cell, :func:`md_code` inside prose.
+"""
+
+from __future__ import annotations
+
+import math
+
+NA = "n/a"
+P_FLOOR = 0.001  # p and q below this print as "<0.001"
+
+MS_DECIMALS = 3  # times in milliseconds: microsecond resolution
+PCT_DECIMALS = 2  # shares and relative changes, %
+STAT_DECIMALS = 2  # z-scores, metric means, suspicion scores
+
+
+def fmt_num(value: float, decimals: int = STAT_DECIMALS, *, signed: bool = False) -> str:
+    """``1234.5 -> "1,234.50"``; NaN -> ``n/a``; ``signed`` adds ``+`` to positive values."""
+    if value is None or math.isnan(value):
+        return NA
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    rounded = round(value, decimals)
+    if rounded == 0:
+        rounded = 0.0  # no "-0.00"
+    text = f"{rounded:,.{decimals}f}"
+    if signed and rounded > 0:
+        text = "+" + text
+    return text
+
+
+def fmt_ms(value: float, *, signed: bool = False) -> str:
+    """A time in milliseconds (three decimals)."""
+    return fmt_num(value, MS_DECIMALS, signed=signed)
+
+
+def fmt_pct(value: float, *, signed: bool = False) -> str:
+    """A percentage with its sign: ``4.66 -> "4.66%"`` (``"+4.66%"`` when signed)."""
+    text = fmt_num(value, PCT_DECIMALS, signed=signed)
+    return text if text == NA else text + "%"
+
+
+def fmt_pp(value: float) -> str:
+    """A change of a share, in percentage points: ``"+5.91 pp"``."""
+    text = fmt_num(value, PCT_DECIMALS, signed=True)
+    return text if text == NA else text + " pp"
+
+
+def fmt_p(value: float) -> str:
+    """A p- or q-value: three decimals, ``<0.001`` below that, ``n/a`` when no test ran."""
+    if value is None or math.isnan(value):
+        return NA
+    if value < P_FLOOR:
+        return "<0.001"
+    return f"{min(value, 1.0):.3f}"
+
+
+def fmt_int(value: int) -> str:
+    """A count with thousands separators."""
+    return f"{value:,}"
+
+
+def fmt_interval(low: float, high: float, fmt: str = "ms") -> str:
+    """``[low, high]`` in the same format as the value it brackets."""
+    if math.isnan(low) or math.isnan(high):
+        return NA
+    if fmt == "pct":
+        return f"[{fmt_pct(low, signed=True)}, {fmt_pct(high, signed=True)}]"
+    return f"[{fmt_ms(low, signed=True)}, {fmt_ms(high, signed=True)}]"
+
+
+# ----------------------------------------------------------------------------- escaping
+
+_CELL_ESCAPES = {
+    "\\": "\\\\",
+    "|": "\\|",
+    "`": "\\`",
+    "*": "\\*",
+    "_": "\\_",
+    "[": "\\[",
+    "]": "\\]",
+    "<": "&lt;",
+    ">": "&gt;",
+    "&": "&amp;",
+}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()) if any(c in text for c in "\r\n\t") else text
+
+
+def md_cell(text: str) -> str:
+    """Text that renders literally inside a GFM table cell (cannot open a column or a span)."""
+    return "".join(_CELL_ESCAPES.get(ch, ch) for ch in _one_line(text))
+
+
+def md_code(text: str) -> str:
+    """An inline code span holding ``text`` literally, whatever backticks it contains.
+
+    CommonMark: the fence must be a backtick run longer than any run inside; a space pads the
+    content when it starts or ends with a backtick. Not for table cells (``|`` would still split
+    the row there): use :func:`md_cell`.
+    """
+    text = _one_line(text)
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+# ----------------------------------------------------------------------------- names
+
+TABLE_NAME_WIDTH = 72
+
+
+def shorten_middle(text: str, width: int = TABLE_NAME_WIDTH) -> str:
+    """Keep the start (qualified name) and the end (distinguishing suffix) of a long name.
+
+    Why the middle: kernel names differ in their tails (``..._64x5_tn`` vs ``..._64x6_tn``) and
+    template arguments; cutting the end would make distinct kernels look identical.
+    """
+    text = _one_line(text)
+    if len(text) <= width:
+        return text
+    tail = max(1, (width - 1) // 3)
+    head = width - 1 - tail
+    return text[:head] + "…" + text[-tail:]
+
+
+def display_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
+    """A function name for a table: leading ``void`` dropped, shortened in the middle."""
+    text = _one_line(name)
+    if text.startswith("void "):
+        text = text[5:]
+    return shorten_middle(text, width)
+
+
+def base_name(demangled: str) -> str:
+    """The bare function name of a demangled C++ signature, as the seeds' kernel tables show it.
+
+    ``void at::native::elementwise_kernel<128, 2, ...>(int, ...)`` -> ``elementwise_kernel``.
+    Brackets are matched, so template arguments that contain ``(...)`` or ``::`` do not
+    confuse it; ``(anonymous namespace)`` is a scope, not a parameter list. Falls back to the
+    whole name when nothing is left.
+    """
+    text = _one_line(demangled).replace("(anonymous namespace)", "anon")
+    # cut at the first top-level "(" (the parameter list) and drop template arguments
+    depth = 0
+    kept: list[str] = []
+    for ch in text:
+        if ch in "<(":
+            if depth == 0 and ch == "(":
+                break
+            depth += 1
+            continue
+        if ch in ">)":
+            depth = max(0, depth - 1)
+            continue
+        if depth == 0:
+            kept.append(ch)
+    qualified = "".join(kept).strip()
+    qualified = qualified.rsplit(" ", 1)[-1]  # drop a return type ("void ")
+    short = qualified.rsplit("::", 1)[-1]
+    return short or text

@@ -1,0 +1,459 @@
+"""The markdown report: the seed's sections, in the seed's order, with the seed's flaws fixed.
+
+Sections: notes; 1 High-Level Performance Summary; 2 Cycle Duration Distribution Comparison;
+3 In-depth Core Metric Comparison (Overview, Key Findings, Recommendation, Detailed table);
+4 Kernel inventory changes; 5 Environment; 6 Legend. In ``--seed-compatible`` mode sections 1
+and 2 are LatencyPrism's own layout (:mod:`perfdiff.report.seed_sections`).
+
+Why plain functions returning strings: the report is deterministic text (no clock, sorted
+input from the analysis), so golden files can pin it and review its diffs.
+"""
+
+from __future__ import annotations
+
+from perfdiff.analysis.model import (
+    Comparison,
+    Finding,
+    MetricRow,
+    SideSummary,
+)
+from perfdiff.errors import ExitCode
+from perfdiff.report.format import (
+    NA,
+    display_name,
+    fmt_int,
+    fmt_interval,
+    fmt_ms,
+    fmt_num,
+    fmt_p,
+    fmt_pct,
+    fmt_pp,
+    md_cell,
+    md_code,
+)
+from perfdiff.report.seed_sections import seed_rank_section, seed_summary_section
+from perfdiff.report.table import pipe_table
+
+DEFAULT_MAX_ROWS = 30  # detailed-table rows in markdown (JSON always has all)
+MAX_RANKS = 20  # rank-table rows before the rest is summarised
+
+_TEST_UNIT_TEXT = {
+    "runs": "run-level means (each run is one sample; cycles within a run are correlated)",
+    "batch means": "batch means (one run per side: its cycles grouped into consecutive batches, "
+    "each batch one sample, because consecutive cycles are correlated)",
+    "cycles": "individual cycles (seed-compatible mode: cycles treated as independent, as "
+    "LatencyPrism does)",
+}
+
+
+def render_markdown(comparison: Comparison, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> str:
+    """The whole report as markdown text. ``max_rows=None`` keeps every detailed-table row."""
+    seed = comparison.options.seed_compatible
+    parts = [_title(comparison), _notes(comparison)]
+    if seed:
+        parts += [seed_summary_section(comparison), seed_rank_section(comparison)]
+    else:
+        parts += [_summary_section(comparison), _rank_section(comparison)]
+    parts += [
+        _metric_section(comparison, max_rows),
+        _inventory_section(comparison),
+        _environment_section(comparison),
+        _legend_section(comparison),
+    ]
+    return "\n".join(p for p in parts if p).rstrip("\n") + "\n"
+
+
+# ----------------------------------------------------------------------------- header
+
+
+def _side_line(side: SideSummary) -> str:
+    runs = "run" if side.n_runs == 1 else "runs"
+    return (
+        f"- **{md_cell(side.label)}**: {md_code(side.source)} — workload "
+        f"{md_code(side.workload)}, {fmt_int(side.n_runs)} {runs}, "
+        f"{fmt_int(side.n_cycles)} measured cycles, cycles cut at "
+        f"{md_code(side.cycle_definition)}"
+    )
+
+
+def _title(comparison: Comparison) -> str:
+    n, a = comparison.normal, comparison.abnormal
+    kind = "Strict Performance Comparison" if comparison.options.seed_compatible else (
+        "Performance comparison")
+    return (
+        f"# {kind}: {md_cell(n.label)} vs {md_cell(a.label)}\n\n"
+        f"{_side_line(n)}\n{_side_line(a)}\n"
+    )
+
+
+def _notes(comparison: Comparison) -> str:
+    if not comparison.notes:
+        return ""
+    return "\n".join(f"> **Note:** {md_cell(note)}" for note in comparison.notes) + "\n"
+
+
+# ----------------------------------------------------------------------------- section 1
+
+
+def _summary_section(comparison: Comparison) -> str:
+    n, a, change = comparison.normal, comparison.abnormal, comparison.cycle_time
+    headers = ["Metric", md_cell(n.label), md_cell(a.label),
+               f"Δ ({md_cell(a.label)} − {md_cell(n.label)})", "Change (%)"]
+    compared = change.comparable
+    rows = [
+        ["Measured cycles", fmt_int(n.n_cycles), fmt_int(a.n_cycles),
+         f"{a.n_cycles - n.n_cycles:+,d}", "-"],
+        ["Runs", fmt_int(n.n_runs), fmt_int(a.n_runs), f"{a.n_runs - n.n_runs:+,d}", "-"],
+        ["Mean cycle time (ms)", fmt_ms(n.cycle_ms_mean), fmt_ms(a.cycle_ms_mean),
+         fmt_ms(change.delta_ms, signed=True) if compared else "not compared",
+         fmt_pct(change.delta_pct, signed=True) if compared else "not compared"],
+        ["Median cycle time (ms)", fmt_ms(n.cycle_ms_median), fmt_ms(a.cycle_ms_median),
+         fmt_ms(a.cycle_ms_median - n.cycle_ms_median, signed=True) if compared
+         else "not compared",
+         fmt_pct((a.cycle_ms_median / n.cycle_ms_median - 1) * 100, signed=True)
+         if compared and n.cycle_ms_median else "not compared" if not compared else NA],
+    ]
+    out = ["## 1. High-Level Performance Summary", "",
+           pipe_table(headers, rows, right=(1, 2, 3, 4)), ""]
+    if compared:
+        out.append(
+            f"**Verdict: {change.verdict}.** Mean cycle time changed by "
+            f"{fmt_pct(change.delta_pct, signed=True)} (95 % interval "
+            f"{fmt_interval(change.ci_low_pct, change.ci_high_pct, 'pct')}, "
+            f"{_p_text(change.p_value)}; a change counts when it exceeds "
+            f"{fmt_pct(comparison.options.practical_threshold_pct)} with p < "
+            f"{fmt_num(comparison.options.alpha, 3)})."
+        )
+    else:
+        out.append(
+            "**Cycle times not compared:** the two sides' cycles were cut differently "
+            f"({md_code(n.cycle_definition)} vs {md_code(a.cycle_definition)}); only shares "
+            "of cycle time (β) and metrics (μ) are compared below."
+        )
+    out.append("")
+    if comparison.devices:
+        out += [_device_table(comparison), ""]
+    return "\n".join(out)
+
+
+def _p_text(p: float) -> str:
+    """``p < 0.001`` / ``p = 0.012`` / ``p n/a``: the p-value inside a sentence."""
+    text = fmt_p(p)
+    if text == NA:
+        return "p n/a"
+    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
+
+
+def _q_text(q: float) -> str:
+    return "q" + _p_text(q)[1:]
+
+
+def _device_cell(device: str, pid: int | None, comparison: Comparison) -> str:
+    pids = {r.pid for r in comparison.rows} | {d.pid for d in comparison.devices}
+    if pid is not None and len(pids) > 1:
+        return md_cell(f"{device} (pid {pid})")
+    return md_cell(device)
+
+
+def _device_table(comparison: Comparison) -> str:
+    n, a = comparison.normal, comparison.abnormal
+    headers = ["Device", f"GPU busy, {md_cell(n.label)} (ms/cycle)",
+               f"GPU busy, {md_cell(a.label)} (ms/cycle)", "Change (%)", "Verdict"]
+    rows = [
+        [_device_cell(d.device, d.pid, comparison), fmt_ms(d.busy_ms_normal),
+         fmt_ms(d.busy_ms_abnormal), fmt_pct(d.delta_pct, signed=True), d.verdict]
+        for d in comparison.devices
+    ]
+    return "Per device (kernel time per cycle):\n\n" + pipe_table(headers, rows, right=(1, 2, 3))
+
+
+# ----------------------------------------------------------------------------- section 2
+
+
+def _rank_section(comparison: Comparison) -> str:
+    n, a = comparison.normal, comparison.abnormal
+    compared = comparison.cycle_time.comparable
+    headers = ["Rank", f"{md_cell(n.label)} (ms)", f"{md_cell(a.label)} (ms)"]
+    if compared:
+        headers += ["Δ (ms)", "Δ (%)"]
+    total = max(len(n.cycle_ms_desc), len(a.cycle_ms_desc))
+    rows: list[list[str]] = []
+    for rank in range(min(total, MAX_RANKS)):
+        t_n = n.cycle_ms_desc[rank] if rank < len(n.cycle_ms_desc) else None
+        t_a = a.cycle_ms_desc[rank] if rank < len(a.cycle_ms_desc) else None
+        cells = [fmt_int(rank + 1), "-" if t_n is None else fmt_ms(t_n),
+                 "-" if t_a is None else fmt_ms(t_a)]
+        if compared:
+            if t_n is None or t_a is None:
+                cells += ["-", "-"]
+            else:
+                pct = fmt_pct((t_a / t_n - 1) * 100, signed=True) if t_n else NA
+                cells += [fmt_ms(t_a - t_n, signed=True), pct]
+        rows.append(cells)
+    out = ["## 2. Cycle Duration Distribution Comparison", "",
+           "Cycles of each side sorted longest first; rank *k* compares the *k*-th longest "
+           "cycles.", "", pipe_table(headers, rows, right=tuple(range(len(headers)))), ""]
+    if total > MAX_RANKS:
+        out += [f"{fmt_int(total - MAX_RANKS)} more ranks not shown (all cycle times are in "
+                "`--format json`).", ""]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- section 3
+
+
+def _metric_section(comparison: Comparison, max_rows: int | None) -> str:
+    out = ["## 3. In-depth Core Metric Comparison", "", "### Overview", "",
+           _overview(comparison), "", "### Key Findings", ""]
+    out += _key_findings(comparison)
+    out += ["", _recommendation(comparison), "", "### Detailed comparison table", ""]
+    out += _detailed_table(comparison, max_rows)
+    return "\n".join(out) + "\n"
+
+
+def _changed_rows(comparison: Comparison) -> list[MetricRow]:
+    return [r for r in comparison.rows if r.verdict in ("slower", "faster")]
+
+
+def _overview(comparison: Comparison) -> str:
+    opts = comparison.options
+    n_rows = len(comparison.rows)
+    functions = {(r.function, r.device, r.pid) for r in comparison.rows}
+    changed = _changed_rows(comparison)
+    changed_functions = {(r.function, r.device, r.pid) for r in changed}
+    text = (
+        f"{fmt_int(n_rows)} (function, metric, device) rows over {fmt_int(len(functions))} "
+        f"functions were tested on {_TEST_UNIT_TEXT[comparison.test_unit]}. "
+    )
+    if comparison.options.seed_compatible:
+        text += "Rows are ranked by Suspicion Score, as in LatencyPrism's report. "
+    text += (
+        f"{_count(len(changed_functions), 'function')} changed: q < {fmt_num(opts.alpha, 3)} "
+        f"(Benjamini-Hochberg) and a change of time per cycle above "
+        f"{fmt_pct(opts.practical_threshold_pct)} of cycle time."
+    )
+    if comparison.findings:
+        top = comparison.findings[0]
+        text += (
+            f" The primary difference between {md_code(comparison.normal.label)} and "
+            f"{md_code(comparison.abnormal.label)} appears to be driven by "
+            f"**{md_code(top.function)}**, which got **{top.verdict}**."
+        )
+    return text
+
+
+def _moved(before: float, after: float) -> str:
+    if after > before:
+        return "increased"
+    if after < before:
+        return "decreased"
+    return "did not change"
+
+
+def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
+    where = _device_cell(finding.device, finding.pid, comparison)
+    lines = [f"- **{md_code(finding.function)}** on device `{where}`: **{finding.verdict}**."]
+    if finding.verdict in ("appeared", "vanished"):
+        lines.append(f"  - Time per cycle {fmt_ms(finding.time_ms_normal)} ms → "
+                     f"{fmt_ms(finding.time_ms_abnormal)} ms.")
+        return lines
+    lines.append(
+        f"  - Time per cycle {_moved(finding.time_ms_normal, finding.time_ms_abnormal)} from "
+        f"**{fmt_ms(finding.time_ms_normal)} ms** to **{fmt_ms(finding.time_ms_abnormal)} ms** "
+        f"({fmt_ms(finding.time_delta_ms, signed=True)} ms, 95 % interval "
+        f"{fmt_interval(finding.time_ci_low_ms, finding.time_ci_high_ms)} ms)."
+    )
+    lines.append(
+        f"  - Its contribution to total cycle time (β) "
+        f"{_moved(finding.beta_normal, finding.beta_abnormal)} from "
+        f"**{fmt_pct(finding.beta_normal)}** to **{fmt_pct(finding.beta_abnormal)}** "
+        f"({fmt_pp(finding.delta_beta)}); {_q_text(finding.q_value)}, "
+        f"{_p_text(finding.p_value)}."
+    )
+    if finding.metric_moves:
+        lines.append("  - Resource metrics (μ) that moved with it:")
+        for move in finding.metric_moves:
+            lines.append(
+                f"    - **{md_code(move.metric)}**: {_moved(move.mu_normal, move.mu_abnormal)} "
+                f"from {fmt_num(move.mu_normal)} to {fmt_num(move.mu_abnormal)} "
+                f"({_p_text(move.p_value)})."
+            )
+    else:
+        lines.append("  - No resource metric (μ) moved significantly with it.")
+    return lines
+
+
+def _key_findings(comparison: Comparison) -> list[str]:
+    findings = comparison.findings[: max(comparison.options.top, 0)]
+    if not findings:
+        return [
+            "No function's time changed significantly: no row has q < "
+            f"{fmt_num(comparison.options.alpha, 3)} together with a change above "
+            f"{fmt_pct(comparison.options.practical_threshold_pct)} of cycle time."
+        ]
+    lines: list[str] = []
+    for finding in findings:
+        lines += _finding_lines(finding, comparison)
+    hidden = len(comparison.findings) - len(findings)
+    if hidden > 0:
+        lines.append(f"- … and {fmt_int(hidden)} more (see the table; `--top` shows more).")
+    return lines
+
+
+def _recommendation(comparison: Comparison) -> str:
+    if comparison.findings:
+        return (
+            "**Recommendation:** start with the first function above. Its change of time per "
+            "cycle is measured directly; read the μ changes beside it (clocks, utilisation, "
+            "link traffic) for the resource it waited on, and check section 4 for kernels that "
+            "appeared or vanished."
+        )
+    mde = comparison.mde_pct
+    more = (
+        f" Changes smaller than about {fmt_pct(mde)} of cycle time cannot be detected with "
+        "this many samples: record more cycles or runs to see smaller ones."
+        if mde == mde else ""
+    )
+    return "**Recommendation:** no function needs investigation on this evidence." + more
+
+
+_SEED_HEADERS = [
+    "Function Name", "Metric Name", "Device", "Suspicion Score", "β_normal(%)",
+    "β_abnormal(%)", "Δβ(%)", "Z-Score(β)", "p-value(β)", "U-test p(β)", "μ_normal",
+    "μ_abnormal", "Δμ", "Z-Score(μ)", "Z-Score(log_μ)", "p-value(μ)", "U-test p(μ)",
+]
+
+
+def _row_cells(row: MetricRow, comparison: Comparison) -> list[str]:
+    cells = [
+        md_cell(display_name(row.function)),
+        md_cell(row.metric) if row.metric else "-",
+        _device_cell(row.device, row.pid, comparison),
+        fmt_num(row.suspicion),
+        fmt_num(row.beta_normal), fmt_num(row.beta_abnormal),
+        fmt_num(row.delta_beta, signed=True),
+        fmt_num(row.z_beta), fmt_p(row.p_beta), fmt_p(row.u_p_beta),
+        fmt_num(row.mu_normal), fmt_num(row.mu_abnormal), fmt_num(row.delta_mu, signed=True),
+        fmt_num(row.z_mu), fmt_num(row.z_log_mu), fmt_p(row.p_mu), fmt_p(row.u_p_mu),
+    ]
+    if not comparison.options.seed_compatible:
+        delta = fmt_ms(row.time_delta_ms, signed=True)
+        interval = fmt_interval(row.time_ci_low_ms, row.time_ci_high_ms)
+        cells += [fmt_p(row.q_value),
+                  delta if interval == NA else f"{delta} {interval}", row.verdict]
+    return cells
+
+
+def _detailed_table(comparison: Comparison, max_rows: int | None) -> list[str]:
+    order = ("sorted by **Suspicion Score**, as LatencyPrism does"
+             if comparison.options.seed_compatible
+             else "findings first (verdict, then q-value and size of the change)")
+    lines = [f"One row per (function, metric, device), {order}. Names are shortened in the "
+             "middle; `--format json` has them in full.", ""]
+    if not comparison.rows:
+        return [*lines, "No rows: neither side has functions with samples on both sides."]
+    headers = list(_SEED_HEADERS)
+    if not comparison.options.seed_compatible:
+        headers += ["q-value", "Time Δ (ms/cycle) [95 % interval]", "Verdict"]
+    shown = comparison.rows if max_rows is None else comparison.rows[:max_rows]
+    rows = [_row_cells(r, comparison) for r in shown]
+    lines.append(pipe_table(headers, rows, right=tuple(range(3, 19))))
+    hidden = len(comparison.rows) - len(shown)
+    if hidden > 0:
+        lines += ["", f"{fmt_int(hidden)} more rows not shown (`--rows 0` shows all; "
+                  "`--format json` has all)."]
+    return lines
+
+
+# ----------------------------------------------------------------------------- section 4
+
+
+def _inventory_section(comparison: Comparison) -> str:
+    out = ["## 4. Kernel inventory changes", ""]
+    if not comparison.inventory:
+        out += ["Both sides ran the same set of functions.", ""]
+        return "\n".join(out)
+    out += ["Functions found on one side only. They are listed here with their time per cycle "
+            "instead of being compared against zero.", ""]
+    rows = [
+        [md_cell(display_name(inv.function)), _device_cell(inv.device, inv.pid, comparison),
+         inv.change, fmt_ms(inv.time_ms_per_cycle), fmt_num(inv.launches_per_cycle)]
+        for inv in comparison.inventory
+    ]
+    headers = ["Function", "Device", "Change", "Time per cycle (ms)", "Launches per cycle"]
+    out += [pipe_table(headers, rows, right=(3, 4)), ""]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- section 5
+
+
+def _environment_section(comparison: Comparison) -> str:
+    n, a = comparison.normal, comparison.abnormal
+    normal_env, abnormal_env = dict(n.environment), dict(a.environment)
+    keys = [k for k, _ in n.environment] + [k for k, _ in a.environment if k not in normal_env]
+    out = ["## 5. Environment", ""]
+    if not keys:
+        return "\n".join([*out, "No environment recorded (imported data).", ""])
+    rows: list[list[str]] = []
+    n_diff = 0
+    for key in keys:
+        v_n, v_a = normal_env.get(key, "-"), abnormal_env.get(key, "-")
+        same = v_n == v_a
+        n_diff += not same
+        rows.append([md_cell(key), md_cell(v_n) if same else f"**{md_cell(v_n)}**",
+                     md_cell(v_a) if same else f"**{md_cell(v_a)}**", "yes" if same else "**no**"])
+    headers = ["Item", md_cell(n.label), md_cell(a.label), "Same"]
+    out += [pipe_table(headers, rows), ""]
+    if n_diff:
+        out += [f"{fmt_int(n_diff)} item(s) differ (in bold): a difference here can explain a "
+                "change by itself.", ""]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------- section 6
+
+
+def _legend_section(comparison: Comparison) -> str:
+    opts = comparison.options
+    mde = comparison.mde_pct
+    lines = [
+        "## 6. Legend",
+        "- **β (Beta)**: share of cycle time spent in the function, % (can exceed 100 for CPU "
+        "pseudo-functions that run on several cores).",
+        "- **μ (Mu)**: time-weighted mean of a resource metric while the function ran.",
+        "- **Device**: the device the function ran on (GPU index, or Host for CPU functions).",
+        "- **Z-Score(β / μ / log_μ)**: the change divided by a standard error that includes both "
+        "sides plus a variance floor"
+        + (" (seed-compatible mode: divided by the normal side's standard deviation, as "
+           "LatencyPrism does)" if opts.seed_compatible else "") + ".",
+        "- **p-value / U-test p**: Welch's t-test and the Mann-Whitney U test; `n/a` when a test "
+        "cannot run (a constant metric, too few samples), never 0.",
+        "- **Suspicion Score**: `|Δβ| * (|Z-Score(β)| + |Z-Score(log_μ)|)`, LatencyPrism's "
+        "ranking score.",
+        "- **q-value**: Benjamini-Hochberg adjusted p-value across all tests of this report "
+        "(false-discovery rate).",
+        "- **Time Δ**: change of the mean time spent in the function per cycle, with a 95 % "
+        "bootstrap interval.",
+        "- **Verdict**: *slower* / *faster* need q < α **and** a time change above the practical "
+        "threshold; *no change* otherwise; *insufficient data* when a side has too few samples; "
+        "*appeared* / *vanished*: present on one side only (section 4).",
+        f"- **Test unit**: {_TEST_UNIT_TEXT[comparison.test_unit]}.",
+        f"- **Settings**: α = {fmt_num(opts.alpha, 3)}; practical threshold = "
+        f"{fmt_pct(opts.practical_threshold_pct)} of cycle time; minimum detectable change "
+        f"(MDE) = {fmt_pct(mde) if mde == mde else NA} of cycle time; "
+        f"{fmt_int(opts.bootstrap_resamples)} bootstrap resamples, seed {opts.seed}.",
+        "- **Numbers**: thousands separators and fixed decimals (ms: 3, %: 2, others: 2); "
+        "p and q below 0.001 print as `<0.001`; `n/a` = not defined.",
+        f"- **Exit codes** of `perfdiff compare`: {ExitCode.OK} report written; "
+        f"{ExitCode.REGRESSION} regression above `--fail-on-regression`; {ExitCode.USAGE} bad "
+        f"usage; {ExitCode.BAD_INPUT} bad input file; {ExitCode.INCOMPARABLE} runs not "
+        f"comparable (use `--force`); {ExitCode.INTERNAL} internal error "
+        "(docs/reference/exit-codes.md).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 function`` / ``3 functions``."""
+    return f"{fmt_int(n)} {noun}" + ("" if n == 1 else "s")

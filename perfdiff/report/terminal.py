@@ -1,0 +1,102 @@
+"""A rich rendering of the report for a terminal (``perfdiff compare`` when stdout is a tty).
+
+Why a separate renderer rather than rendering the markdown: a terminal is narrow, so this view
+shows the summary, the key findings and the top rows of the table with fewer columns; the
+markdown (``-o report.md`` or a pipe) stays the document to attach to a ticket. It uses the same
+number format functions, so the two never disagree on a number.
+"""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from perfdiff.analysis.model import Comparison
+from perfdiff.report.format import (
+    display_name,
+    fmt_int,
+    fmt_interval,
+    fmt_ms,
+    fmt_num,
+    fmt_p,
+    fmt_pct,
+    fmt_pp,
+)
+
+TERMINAL_ROWS = 15
+_VERDICT_STYLE = {"slower": "bold red", "faster": "bold green", "appeared": "yellow",
+                  "vanished": "yellow", "insufficient data": "dim", "no change": ""}
+
+
+def _verdict(verdict: str) -> str:
+    style = _VERDICT_STYLE.get(verdict, "")
+    return f"[{style}]{verdict}[/]" if style else verdict
+
+
+def render_terminal(comparison: Comparison, console: Console) -> None:
+    """Print the comparison to ``console`` (names escaped: rich markup in names is inert)."""
+    n, a, change = comparison.normal, comparison.abnormal, comparison.cycle_time
+    console.rule(f"perfdiff: {escape(n.label)} vs {escape(a.label)}")
+    for note in comparison.notes:
+        console.print(f"[yellow]Note:[/] {escape(note)}")
+    summary = Table(box=box.SIMPLE_HEAD, title="Cycle time")
+    for col in ("", n.label, a.label, "Δ", "Change"):
+        summary.add_column(escape(col), justify="right" if col else "left")
+    summary.add_row("cycles", fmt_int(n.n_cycles), fmt_int(a.n_cycles),
+                    f"{a.n_cycles - n.n_cycles:+,d}", "")
+    if change.comparable:
+        summary.add_row("mean (ms)", fmt_ms(n.cycle_ms_mean), fmt_ms(a.cycle_ms_mean),
+                        fmt_ms(change.delta_ms, signed=True),
+                        fmt_pct(change.delta_pct, signed=True))
+        summary.add_row("median (ms)", fmt_ms(n.cycle_ms_median), fmt_ms(a.cycle_ms_median),
+                        "", "")
+    console.print(summary)
+    if change.comparable:
+        console.print(
+            f"Verdict: {_verdict(change.verdict)}  (95 % interval "
+            f"{fmt_interval(change.ci_low_pct, change.ci_high_pct, 'pct')}, "
+            f"p {fmt_p(change.p_value)}; test unit: {comparison.test_unit})"
+        )
+    else:
+        console.print("[yellow]Cycle times not compared: cycles were cut differently.[/]")
+    _findings(comparison, console)
+    _rows(comparison, console)
+    for inv in comparison.inventory:
+        console.print(f"{_verdict(inv.change)}: {escape(display_name(inv.function, 60))} "
+                      f"({escape(inv.device)}, {fmt_ms(inv.time_ms_per_cycle)} ms/cycle)")
+    console.print("[dim]Full report: --format markdown (or pipe the output); "
+                  "all rows and full names: --format json[/]")
+
+
+def _findings(comparison: Comparison, console: Console) -> None:
+    console.rule("Key findings")
+    findings = comparison.findings[: max(comparison.options.top, 0)]
+    if not findings:
+        console.print("No function's time changed significantly.")
+    for f in findings:
+        console.print(
+            f"[bold]{escape(display_name(f.function, 80))}[/] on {escape(f.device)}: "
+            f"{_verdict(f.verdict)}, {fmt_ms(f.time_ms_normal)} → {fmt_ms(f.time_ms_abnormal)} "
+            f"ms/cycle ({fmt_ms(f.time_delta_ms, signed=True)} ms), β "
+            f"{fmt_pct(f.beta_normal)} → {fmt_pct(f.beta_abnormal)} ({fmt_pp(f.delta_beta)}), "
+            f"q {fmt_p(f.q_value)}"
+        )
+        for m in f.metric_moves:
+            console.print(f"    {escape(m.metric)}: {fmt_num(m.mu_normal)} → "
+                          f"{fmt_num(m.mu_abnormal)} (p {fmt_p(m.p_value)})")
+
+
+def _rows(comparison: Comparison, console: Console) -> None:
+    table = Table(box=box.SIMPLE_HEAD, title="Top rows")
+    for col, right in (("Function", False), ("Metric", False), ("Device", False),
+                       ("Δβ (pp)", True), ("μ n → a", True), ("q", True),
+                       ("Time Δ (ms)", True), ("Verdict", False)):
+        table.add_column(col, justify="right" if right else "left", overflow="fold")
+    for r in comparison.rows[:TERMINAL_ROWS]:
+        table.add_row(escape(display_name(r.function, 60)), escape(r.metric or "-"),
+                      escape(r.device), fmt_num(r.delta_beta, signed=True),
+                      f"{fmt_num(r.mu_normal)} → {fmt_num(r.mu_abnormal)}", fmt_p(r.q_value),
+                      fmt_ms(r.time_delta_ms, signed=True), _verdict(r.verdict))
+    console.print(table)
