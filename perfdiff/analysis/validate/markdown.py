@@ -1,0 +1,282 @@
+"""Markdown tables of a validation run (what docs/explanation/validation.md quotes).
+
+Why here and not in ``perfdiff/report``: this renders the harness's own measurements, not a
+Comparison; it is a developer tool, and it must import nothing outside ``analysis``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfdiff.analysis.validate.criteria import (
+    Rate,
+    binomial_band,
+    chance_outside_band,
+    covered,
+    cycle_changes,
+    detected,
+    false_discovery_share,
+    mde_power,
+    quiet_reports,
+    ranked_first,
+    row_false_positives,
+)
+from perfdiff.analysis.validate.harness import MDE_KERNEL, CellResult
+from perfdiff.analysis.validate.trials import target_name
+
+
+def pct(value: float, digits: int = 1) -> str:
+    return "n/a" if not math.isfinite(value) else f"{100.0 * value:.{digits}f} %"
+
+
+def rate(r: Rate) -> str:
+    low, high = r.interval
+    if r.n == 0:
+        return "n/a"
+    return f"{pct(r.value)} ({pct(low)}-{pct(high)})"
+
+
+@dataclass(frozen=True)
+class CellScores:
+    """Every criterion's measurement for one cell."""
+
+    label: str
+    test_unit: str
+    n: int
+    fp_beta: Rate
+    beta_rows_above: int
+    beta_rows_below: int
+    beta_rows: int
+    fp_mu: Rate
+    mu_rows_above: int
+    mu_rows: int
+    fp_cycle: Rate
+    quiet: Rate
+    mde_median_pct: float
+    mde_low_pct: float
+    mde_high_pct: float
+    power: Rate
+    rank_2x: Rate
+    coverage_mde: Rate
+    fdr: float
+    any_false: Rate
+    coverage_random: Rate
+    power_random: Rate
+    shift_cycle_changes: Rate
+
+
+def score(result: CellResult, alpha: float) -> CellScores:
+    """Measure every criterion on one cell's trials."""
+    cell = result.cell
+    scenario = cell.scenario
+    aa = result.aa
+    beta = row_false_positives(aa, alpha, "p_beta")
+    mu = row_false_positives(aa, alpha, "p_mu")
+    cycle_fp = Rate(sum(int(t.cycle_p < alpha) for t in aa), len(aa))
+    mdes = np.array([t.mde.aa.mde_pct for t in result.trials], dtype=np.float64)
+    finite = mdes[np.isfinite(mdes)]
+    target = target_name(scenario, MDE_KERNEL)
+    with_mde = [t for t in result.trials if math.isfinite(t.mde.slowdown_pct)]
+    random_targets = [target_name(scenario, t.slowdown_kernel) for t in result.trials]
+    fdr_parts = [
+        false_discovery_share([t.slowdown], name)
+        for t, name in zip(result.trials, random_targets, strict=True)
+    ]
+    fdr_mde = [false_discovery_share([t.mde.injected], target) for t in with_mde]
+    fdr_mde2 = [false_discovery_share([t.mde2], target) for t in with_mde]
+    all_fdr = [share for share, _ in fdr_parts + fdr_mde + fdr_mde2]
+    any_false = sum(r.hits for _, r in fdr_parts + fdr_mde + fdr_mde2)
+    return CellScores(
+        label=cell.label,
+        test_unit=aa[0].test_unit if aa else "n/a",
+        n=len(aa),
+        fp_beta=beta.pooled,
+        beta_rows_above=len(beta.rows_above_band()),
+        beta_rows_below=len(beta.rows_below_band()),
+        beta_rows=len(beta.tested),
+        fp_mu=mu.pooled,
+        mu_rows_above=len(mu.rows_above_band()),
+        mu_rows=len(mu.tested),
+        fp_cycle=cycle_fp,
+        quiet=quiet_reports(aa),
+        mde_median_pct=float(np.median(finite)) if finite.size else math.nan,
+        mde_low_pct=float(finite.min()) if finite.size else math.nan,
+        mde_high_pct=float(finite.max()) if finite.size else math.nan,
+        power=mde_power([t.mde for t in result.trials], target),
+        rank_2x=ranked_first([t.mde2 for t in with_mde], target),
+        coverage_mde=covered(
+            [t.mde.injected for t in with_mde], target, [t.mde.added_ms for t in with_mde]
+        ),
+        fdr=float(np.mean(all_fdr)) if all_fdr else math.nan,
+        any_false=Rate(any_false, len(all_fdr)),
+        coverage_random=_covered_random(result),
+        power_random=Rate(
+            sum(
+                detected([t.slowdown], name).hits
+                for t, name in zip(result.trials, random_targets, strict=True)
+            ),
+            len(result.trials),
+        ),
+        shift_cycle_changes=cycle_changes([t.shift for t in result.trials]),
+    )
+
+
+def _covered_random(result: CellResult) -> Rate:
+    hits = n = 0
+    for trial in result.trials:
+        name = target_name(result.cell.scenario, trial.slowdown_kernel)
+        one = covered([trial.slowdown], name, [trial.slowdown_truth_ms])
+        hits, n = hits + one.hits, n + one.n
+    return Rate(hits, n)
+
+
+def aa_table(scores: Sequence[CellScores], alpha: float) -> str:
+    """A/A: false-positive rates against the binomial band, and quiet reports."""
+    n = scores[0].n if scores else 0
+    low, high = binomial_band(n, alpha)
+    lines = [
+        f"A/A, {n} trials per cell, alpha = {alpha}: binomial 95 % band of a row's rejections "
+        f"= {low}-{high} of {n} ({pct(low / max(n, 1))}-{pct(high / max(n, 1))}); an exactly "
+        f"calibrated row falls outside it with probability {pct(chance_outside_band(n, alpha))}.",
+        "",
+        "| cell | unit | p(β) < α, pooled | rows above / below band | p(μ) < α, pooled "
+        "| μ rows above band | cycle p < α | reports with no verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in scores:
+        lines.append(
+            f"| {s.label} | {s.test_unit} | {rate(s.fp_beta)} "
+            f"| {s.beta_rows_above} / {s.beta_rows_below} of {s.beta_rows} "
+            f"| {rate(s.fp_mu)} | {s.mu_rows_above} of {s.mu_rows} | {rate(s.fp_cycle)} "
+            f"| {rate(s.quiet)} |"
+        )
+    return "\n".join(lines)
+
+
+def injection_table(scores: Sequence[CellScores]) -> str:
+    """Power, ranking, coverage, false discoveries and cost shifts."""
+    lines = [
+        "| cell | printed MDE, median (min-max) | power at MDE | first at 2x MDE "
+        "| CI coverage at MDE | CI coverage, 1-20 % | detected, 1-20 % | false-discovery share "
+        "| trials with a false discovery | cost shift called a cycle change |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in scores:
+        mde = (
+            "n/a"
+            if not math.isfinite(s.mde_median_pct)
+            else f"{s.mde_median_pct:.2f} % ({s.mde_low_pct:.2f}-{s.mde_high_pct:.2f})"
+        )
+        lines.append(
+            f"| {s.label} | {mde} | {rate(s.power)} | {rate(s.rank_2x)} "
+            f"| {rate(s.coverage_mde)} | {rate(s.coverage_random)} | {rate(s.power_random)} "
+            f"| {pct(s.fdr)} | {rate(s.any_false)} | {s.shift_cycle_changes.hits} "
+            f"of {s.shift_cycle_changes.n} |"
+        )
+    return "\n".join(lines)
+
+
+def _status(ok: bool) -> str:
+    return "holds" if ok else "FAILS"
+
+
+def criteria_table(scores: Sequence[CellScores], alpha: float, q: float) -> str:
+    """One line per acceptance criterion: its worst cell and whether it holds everywhere."""
+
+    def worst(key: str, highest: bool) -> CellScores:
+        ordered = sorted(
+            scores,
+            key=lambda s: (
+                getattr(s, key).value if isinstance(getattr(s, key), Rate) else getattr(s, key)
+            ),
+        )
+        return ordered[-1] if highest else ordered[0]
+
+    rows: list[tuple[str, str, str, bool]] = []
+    above = sum(s.beta_rows_above for s in scores)
+    tested = sum(s.beta_rows for s in scores)
+    n = scores[0].n
+    expected_above = tested * (1 - float(_cdf_high(n, alpha)))
+    worst_fp = worst("fp_beta", True)
+    rows.append(
+        (
+            "A/A p(β) < α per row within the binomial band",
+            f"{above} of {tested} rows above the band (chance alone: about {expected_above:.0f}); "
+            f"worst pooled rate {rate(worst_fp.fp_beta)} in {worst_fp.label}",
+            "no more rows above than chance",
+            above <= max(2.0 * expected_above, expected_above + 3),
+        )
+    )
+    worst_quiet = worst("quiet", False)
+    rows.append(
+        (
+            "A/A reports with no slower/faster verdict",
+            f"{rate(worst_quiet.quiet)} in {worst_quiet.label}",
+            ">= 95 %",
+            all(s.quiet.value >= 0.95 for s in scores),
+        )
+    )
+    worst_fdr = worst("fdr", True)
+    rows.append(
+        (
+            "realised false-discovery share",
+            f"{pct(worst_fdr.fdr)} in {worst_fdr.label}",
+            f"<= q = {q}",
+            all(s.fdr <= q for s in scores),
+        )
+    )
+    worst_power = worst("power", False)
+    rows.append(
+        (
+            "power at the printed MDE",
+            f"{rate(worst_power.power)} in {worst_power.label}",
+            ">= 80 %",
+            all(s.power.value >= 0.8 for s in scores),
+        )
+    )
+    for key, name in (
+        ("coverage_random", "95 % CI coverage (1-20 % slowdowns)"),
+        ("coverage_mde", "95 % CI coverage (slowdown = MDE)"),
+    ):
+        low_cell, high_cell = worst(key, False), worst(key, True)
+        rows.append(
+            (
+                name,
+                f"{rate(getattr(low_cell, key))} in {low_cell.label}; "
+                f"{rate(getattr(high_cell, key))} in {high_cell.label}",
+                "93-97 %",
+                all(0.93 <= getattr(s, key).value <= 0.97 for s in scores),
+            )
+        )
+    worst_rank = worst("rank_2x", False)
+    rows.append(
+        (
+            "injected kernel first at 2x MDE",
+            f"{rate(worst_rank.rank_2x)} in {worst_rank.label}",
+            ">= 90 %",
+            all(s.rank_2x.value >= 0.9 for s in scores),
+        )
+    )
+    shifts = sum(s.shift_cycle_changes.hits for s in scores)
+    shift_n = sum(s.shift_cycle_changes.n for s in scores)
+    rows.append(
+        (
+            "cost shifts reported as a cycle-time change",
+            f"{shifts} of {shift_n}",
+            "never",
+            shifts == 0,
+        )
+    )
+    lines = ["| criterion | measured (worst cell) | target | status |", "| --- | --- | --- | --- |"]
+    lines += [f"| {c} | {m} | {t} | {_status(ok)} |" for c, m, t, ok in rows]
+    return "\n".join(lines)
+
+
+def _cdf_high(n: int, alpha: float) -> float:
+    from scipy import stats
+
+    return float(stats.binom.cdf(binomial_band(n, alpha)[1], n, alpha))

@@ -1,0 +1,146 @@
+"""Real A/A: runs of one configuration recorded in one go, compared in every split.
+
+Why real runs too: the simulator encodes what we believe about GPU noise; real runs hold what
+we did not think of (clock boosts, allocator state, thermal drift). Ten runs of gpt-infer give
+45 one-vs-one pairs and 126 five-vs-five splits; every "slower" or "faster" verdict among them is
+a false alarm.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfdiff.analysis import columns as C
+from perfdiff.analysis.model import CompareOptions
+from perfdiff.analysis.validate.trials import CompareFn, TrialDigest, digest, production_compare
+
+AA_GLOB = "gpt-infer-aa-*.json.gz"
+
+
+def load_aa_tables(folder: Path, pattern: str = AA_GLOB) -> list[tuple[str, pd.DataFrame]]:
+    """Cycle tables of the A/A run files in ``folder``, sorted by name."""
+    from perfdiff.analysis.sides import load_side
+
+    return [(path.name, load_side(path).table) for path in sorted(folder.glob(pattern))]
+
+
+def as_side(tables: Sequence[pd.DataFrame], first_run: int) -> pd.DataFrame:
+    """Concatenate one side's recordings with distinct ``run`` values.
+
+    Each recording is another process, so its pid differs; the statistics match rows by pid, so
+    every recording's pids are renumbered by rank (0, 1, ...) to line the same process up.
+    """
+    parts = []
+    for offset, table in enumerate(tables):
+        part = table.copy()
+        runs = {
+            r: first_run * 1000 + offset * 100 + i
+            for i, r in enumerate(sorted(part[C.RUN].unique()))
+        }
+        pids = {p: i for i, p in enumerate(sorted(part[C.PID].unique()))}
+        part[C.RUN] = part[C.RUN].map(runs).astype("int64")
+        part[C.PID] = part[C.PID].map(pids).astype("int64")
+        parts.append(part)
+    return pd.concat(parts, ignore_index=True)
+
+
+@dataclass(frozen=True)
+class Split:
+    """One A/A comparison: which recordings went to each side, and what the report said."""
+
+    normal: tuple[int, ...]
+    abnormal: tuple[int, ...]
+    result: TrialDigest
+
+
+def pairs(n: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """All one-vs-one pairs."""
+    return [((i,), (j,)) for i, j in itertools.combinations(range(n), 2)]
+
+
+def halves(n: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """All splits into two equal halves, each split once (the half holding recording 0 is
+    the normal side)."""
+    k = n // 2
+    out = []
+    for first in itertools.combinations(range(n), k):
+        if 0 not in first:
+            continue
+        rest = tuple(i for i in range(n) if i not in first)
+        out.append((first, rest[:k]))
+    return out
+
+
+def compare_splits(
+    tables: Sequence[pd.DataFrame],
+    splits: Sequence[tuple[tuple[int, ...], tuple[int, ...]]],
+    options: CompareOptions,
+    compare: CompareFn = production_compare,
+) -> list[Split]:
+    """Compare every split."""
+    out = []
+    for normal, abnormal in splits:
+        result = compare(
+            as_side([tables[i] for i in normal], 0),
+            as_side([tables[i] for i in abnormal], 1),
+            options,
+        )
+        out.append(Split(normal, abnormal, digest(result)))
+    return out
+
+
+@dataclass(frozen=True)
+class AaSummary:
+    """False alarms among a set of A/A splits."""
+
+    label: str
+    n_splits: int
+    test_unit: str
+    loud_reports: int  # reports with any slower/faster verdict (rows or cycle time)
+    row_verdicts: int  # slower/faster rows, all splits together
+    cycle_verdicts: int
+    rows_tested: int
+    p_beta_below_alpha: int
+    mde_median_pct: float
+
+
+def summarise(label: str, splits: Sequence[Split], alpha: float) -> AaSummary:
+    results = [s.result for s in splits]
+    p_values = [r.p_beta for t in results for r in t.rows if math.isfinite(r.p_beta)]
+    mdes = [t.mde_pct for t in results if math.isfinite(t.mde_pct)]
+    return AaSummary(
+        label=label,
+        n_splits=len(splits),
+        test_unit=results[0].test_unit if results else "n/a",
+        loud_reports=sum(
+            int(bool(t.changed_rows()) or t.cycle_verdict in ("slower", "faster")) for t in results
+        ),
+        row_verdicts=sum(len(t.changed_rows()) for t in results),
+        cycle_verdicts=sum(int(t.cycle_verdict in ("slower", "faster")) for t in results),
+        rows_tested=len(p_values),
+        p_beta_below_alpha=sum(int(p < alpha) for p in p_values),
+        mde_median_pct=float(np.median(mdes)) if mdes else math.nan,
+    )
+
+
+def summary_table(summaries: Sequence[AaSummary]) -> str:
+    lines = [
+        "| splits | comparisons | unit | reports with a verdict | slower/faster rows "
+        "| cycle-time verdicts | rows with p(β) < α | printed MDE (median) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in summaries:
+        share = s.p_beta_below_alpha / s.rows_tested if s.rows_tested else math.nan
+        lines.append(
+            f"| {s.label} | {s.n_splits} | {s.test_unit} | {s.loud_reports} | {s.row_verdicts} "
+            f"| {s.cycle_verdicts} | {s.p_beta_below_alpha} of {s.rows_tested} "
+            f"({100 * share:.1f} %) | {s.mde_median_pct:.2f} % |"
+        )
+    return "\n".join(lines)
