@@ -4,3 +4,6 @@ Add one line per new command module; keep this file free of logic.
 """
 
 from __future__ import annotations
+
+from perfdiff.cli import compare, kernels  # noqa: F401
+from perfdiff.cli import collect  # noqa: F401

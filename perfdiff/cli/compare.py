@@ -1,0 +1,158 @@
+"""``perfdiff compare NORMAL ABNORMAL``: load both sides, compare, render, gate CI.
+
+Thin on purpose: options become a :class:`CompareOptions`; the statistics are
+``perfdiff.analysis.comparison.compare_tables``; the text is one of the pure renderers in
+``perfdiff.report``. What lives here is only what needs both sides' metadata or the process:
+the "can these be compared?" check, labels and sources on the result, where the output goes,
+and the ``--fail-on-regression`` exit code.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from perfdiff.analysis.model import CompareOptions, Comparison, SideSummary
+from perfdiff.analysis.sides import SideMeta, load_side
+from perfdiff.cli.app import app
+from perfdiff.errors import ExitCode, IncomparableRunsError, InputError
+from perfdiff.report.gate import regressions
+from perfdiff.report.json_report import render_json
+from perfdiff.report.markdown import render_markdown
+from perfdiff.report.terminal import render_terminal
+
+
+class OutputFormat(StrEnum):
+    markdown = "markdown"
+    json = "json"
+
+
+def check_comparable(normal: SideMeta, abnormal: SideMeta, *, force: bool) -> list[str]:
+    """Refuse different GPU models or workloads (one line), or return notes when forced."""
+    problems = []
+    if normal.gpu_models and abnormal.gpu_models and normal.gpu_models != abnormal.gpu_models:
+        problems.append(
+            f"different GPU models ({', '.join(normal.gpu_models)} vs "
+            f"{', '.join(abnormal.gpu_models)})"
+        )
+    if normal.kind == abnormal.kind and normal.workload and abnormal.workload and (
+        normal.workload != abnormal.workload
+    ):
+        problems.append(f"different workloads ({normal.workload} vs {abnormal.workload})")
+    if problems and not force:
+        raise IncomparableRunsError(
+            f"{normal.source} and {abnormal.source} cannot be compared: {'; '.join(problems)}; "
+            "pass --force to compare them anyway"
+        )
+    return [f"Compared with --force despite {p}." for p in problems]
+
+
+def _with_meta(summary: SideSummary, meta: SideMeta, label: str) -> SideSummary:
+    return replace(
+        summary,
+        label=label,
+        source=meta.source,
+        workload=summary.workload or meta.workload,
+        environment=summary.environment or meta.environment,
+    )
+
+
+def _unique(notes: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(notes))
+
+
+def build_comparison(normal_path: Path, abnormal_path: Path, options: CompareOptions,
+                     labels: tuple[str, str] = ("normal", "abnormal")) -> Comparison:
+    """Load both inputs and compare them (the one function this command calls)."""
+    from perfdiff.analysis.comparison import compare_tables
+
+    normal = load_side(normal_path)
+    abnormal = load_side(abnormal_path)
+    forced_notes = check_comparable(normal.meta, abnormal.meta, force=options.force)
+    result = compare_tables(normal.table, abnormal.table, options)
+    notes = [*forced_notes, *normal.meta.warnings, *abnormal.meta.warnings, *result.notes]
+    return replace(
+        result,
+        normal=_with_meta(result.normal, normal.meta, labels[0]),
+        abnormal=_with_meta(result.abnormal, abnormal.meta, labels[1]),
+        notes=_unique(notes),
+    )
+
+
+def _write_output(text: str, output: Path) -> None:
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{output}: cannot write the report ({exc.strerror}); "
+                         "check the path and permissions") from exc
+
+
+@app.command()
+def compare(
+    normal: Annotated[Path, typer.Argument(
+        help="Baseline: a run file (.json/.json.gz) or a LatencyPrism '*_perf_data' folder.")],
+    abnormal: Annotated[Path, typer.Argument(
+        help="The run to explain, same kinds of input as NORMAL.")],
+    *,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
+    output_format: Annotated[OutputFormat, typer.Option(
+        "--format", help="markdown (the report) or json (every number, full names, "
+        "versioned envelope).")] = OutputFormat.markdown,
+    top: Annotated[int, typer.Option(
+        "--top", min=0, help="Key findings described in prose.")] = 3,
+    rows: Annotated[int, typer.Option(
+        "--rows", min=0, help="Rows of the detailed table in markdown (0: all).")] = 30,
+    alpha: Annotated[float, typer.Option(
+        "--alpha", min=0.0, max=1.0, help="False-discovery rate for the q-values.")] = 0.05,
+    threshold: Annotated[float, typer.Option(
+        "--threshold", min=0.0, help="Practical threshold: a function's change of time per "
+        "cycle must exceed this % of cycle time to count.")] = 1.0,
+    fail_on_regression: Annotated[float | None, typer.Option(
+        "--fail-on-regression", min=0.0, metavar="PCT",
+        help="Exit with code 1 when the cycle time, or a function's time per cycle (as % of "
+        "cycle time), got significantly slower by more than PCT %.")] = None,
+    plots: Annotated[Path | None, typer.Option(
+        "--plots", help="Write PNG plots into this folder (needs perfdiff[plots]).")] = None,
+    seed_compatible: Annotated[bool, typer.Option(
+        "--seed-compatible", help="Reproduce LatencyPrism's numbers, ranking and sections "
+        "1-2 layout.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Compare runs from different GPU models or workloads anyway.")] = False,
+    label_normal: Annotated[str, typer.Option(
+        "--label-normal", help="Name of the NORMAL side in the report.")] = "normal",
+    label_abnormal: Annotated[str, typer.Option(
+        "--label-abnormal", help="Name of the ABNORMAL side in the report.")] = "abnormal",
+) -> None:
+    """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
+    options = CompareOptions(alpha=alpha, practical_threshold_pct=threshold,
+                             seed_compatible=seed_compatible, top=top, force=force)
+    comparison = build_comparison(normal, abnormal, options, (label_normal, label_abnormal))
+    if output_format is OutputFormat.json:
+        text = render_json(comparison)
+    else:
+        text = render_markdown(comparison, max_rows=rows or None)
+    if output is not None:
+        _write_output(text, output)
+    elif output_format is OutputFormat.markdown and sys.stdout.isatty():
+        render_terminal(comparison, Console())
+    else:
+        typer.echo(text, nl=False)
+    if plots is not None:
+        from perfdiff.report.plots import write_plots
+
+        for path in write_plots(comparison, plots):
+            typer.echo(f"perfdiff: wrote {path}", err=True)
+    if fail_on_regression is not None:
+        found = regressions(comparison, fail_on_regression)
+        if found:
+            typer.echo(f"perfdiff: regression: {found[0]}"
+                       + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""), err=True)
+            raise typer.Exit(ExitCode.REGRESSION)
