@@ -34,8 +34,10 @@ class CycleRecorder(Protocol):
         """Start a cycle now (ends the open one first, if any)."""
         ...
 
-    def end_cycle(self) -> None:
-        """End the open cycle now; no-op when none is open."""
+    def end_cycle(self, *, completed: bool = True) -> None:
+        """End the open cycle now; no-op when none is open. ``completed=False`` marks a
+        cycle cut short by an exception or Ctrl-C: it is left out of the run file, since a
+        partial iteration would distort every statistic of its case."""
         ...
 
 
@@ -57,10 +59,12 @@ class RecorderMarker:
         self._recorder.begin_cycle(label, warmup)
         try:
             yield
-        finally:
-            # A cycle that raised still ends here: its kernels belong to it, and the
-            # partial run file written afterwards must hold it.
-            self._recorder.end_cycle()
+        except BaseException:
+            # Cut short (exception or Ctrl-C): close it as not completed, then let the
+            # exception reach the collector, which writes the partial run file.
+            self._recorder.end_cycle(completed=False)
+            raise
+        self._recorder.end_cycle()
 
 
 _active: CycleRecorder | None = None

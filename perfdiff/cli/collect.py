@@ -1,0 +1,187 @@
+"""``perfdiff collect WORKLOAD -o run.json.gz``: record a built-in workload on the GPU.
+
+Why thin: parsing options, showing progress and writing the file are all this command does;
+what to record and how lives in ``perfdiff.collect``. The run file is written atomically
+even when the workload raises or the user presses Ctrl-C (then marked incomplete), and the
+exit code says which happened (docs/reference/exit-codes.md).
+"""
+
+from __future__ import annotations
+
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from perfdiff.cli.app import app
+from perfdiff.errors import ExitCode, WorkloadError
+from perfdiff.schema.model import RunFile
+
+
+def _parse_params(items: list[str]) -> dict[str, str]:
+    from perfdiff.collect.workloads.base import WorkloadParamError
+
+    params: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise WorkloadParamError(f"-p expects KEY=VALUE, got {item!r} (e.g. -p batch=8)")
+        params[key.strip()] = value.strip()
+    return params
+
+
+def _list_workloads() -> str:
+    from perfdiff.collect.workloads import get_workload_class, workload_names
+
+    lines = []
+    for name in workload_names():
+        cls = get_workload_class(name)
+        lines.append(f"{name}: {cls.summary}")
+        for pname, ptype, default in cls.params_class.describe():
+            lines.append(f"    -p {pname}=<{ptype}>  (default {default})")
+    return "\n".join(lines)
+
+
+def summary_line(run_file: RunFile, path: Path) -> str:
+    """One line: where, how many cycles/kernels/samples, dropped records, warnings."""
+    run = run_file.runs[0]
+    measured = int((~run.cycles.warmup).sum())
+    warm = int(run.cycles.warmup.sum())
+    pm = [m for m in run.metrics if m.source == "pm_sampling"]
+    nvml = [m for m in run.metrics if m.source == "nvml"]
+    samples = pm[0].values.size if pm else 0
+    state = ""
+    if run_file.status.state != "complete":
+        state = f" [INCOMPLETE: {run_file.status.reason}]"
+    return (
+        f"perfdiff: wrote {path} - {measured} cycles (+{warm} warm-up), "
+        f"{run.kernels.name_id.size} kernels, {len(run_file.strings)} distinct, "
+        f"{len(pm)} PM metrics x {samples} samples, {len(nvml)} NVML series, "
+        f"{run.dropped_records} dropped, {len(run_file.collection.warnings)} warnings{state}"
+    )
+
+
+class _Progress:
+    """Progress on stderr: cycles done of planned, trace records delivered so far."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total = total
+        self.quiet = quiet or not sys.stderr.isatty()
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if not self.quiet:
+            from rich.progress import BarColumn, Progress, TextColumn
+
+            self._progress = Progress(
+                TextColumn("collecting"), BarColumn(), TextColumn("{task.fields[text]}"),
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("c", total=self.total, text="")
+        return self
+
+    def __call__(self, done: int, records: int) -> None:
+        if self._progress is not None:
+            text = f"cycles {done}/{self.total} | trace records {records:,} (delivered at flush)"
+            self._progress.update(self._task, completed=done, text=text)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+_WORKLOAD_HELP = "Built-in workload: gpt-infer, train-step, ... (--list shows all)."
+_OutputOpt = typer.Option("--output", "-o", help="Run file to write (.json or .json.gz).")
+_ParamOpt = typer.Option("--param", "-p", help="Workload parameter KEY=VALUE (repeatable).")
+_MetricOpt = typer.Option("--metric", help="PM-sampling metric to add (repeatable).")
+_OnlyOpt = typer.Option("--only-metrics", help="--metric replaces the defaults, not adds.")
+_ContendOpt = typer.Option(
+    help="Share of time (0-1) a second process keeps the GPU busy with matrix products."
+)
+_ListOpt = typer.Option("--list", help="List built-in workloads and their parameters.")
+
+
+@app.command()
+def collect(
+    workload: Annotated[str, typer.Argument(help=_WORKLOAD_HELP)] = "",
+    *,
+    output: Annotated[Path, _OutputOpt] = Path("run.json.gz"),
+    cycles: Annotated[int, typer.Option(help="Measured cycles (per case).")] = 30,
+    warmup: Annotated[int, typer.Option(help="Warm-up cycles first (flagged, not analysed).")]
+    = 5,
+    param: Annotated[list[str] | None, _ParamOpt] = None,
+    metric: Annotated[list[str] | None, _MetricOpt] = None,
+    only_metrics: Annotated[bool, _OnlyOpt] = False,
+    sample_interval_ns: Annotated[int, typer.Option(help="PM sampling interval (ns of GPU time).")]
+    = 5000,
+    nvml_interval_ms: Annotated[float, typer.Option(help="NVML polling interval in ms.")] = 10.0,
+    no_pm: Annotated[bool, typer.Option("--no-pm", help="Do not PM-sample.")] = False,
+    no_nvml: Annotated[bool, typer.Option("--no-nvml", help="Do not poll NVML.")] = False,
+    no_memory: Annotated[bool, typer.Option("--no-memory", help="Do not trace memcpy/memset.")]
+    = False,
+    contend: Annotated[float, _ContendOpt] = 0.0,
+    device: Annotated[int, typer.Option(help="CUDA device index.")] = 0,
+    list_workloads: Annotated[bool, _ListOpt] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
+    from perfdiff.collect.contend import Contender
+    from perfdiff.collect.pm_sampling import DEFAULT_METRICS
+    from perfdiff.collect.session import CollectSettings, run_collection
+    from perfdiff.collect.sources import open_sources
+    from perfdiff.collect.workloads import get_workload_class
+    from perfdiff.collect.workloads.base import CyclePlan, WorkloadParamError
+    from perfdiff.schema.io import save_run_file
+
+    if list_workloads:
+        typer.echo(_list_workloads())
+        return
+    if not workload:
+        raise WorkloadParamError("name a workload (perfdiff collect --list shows them)")
+    cls = get_workload_class(workload)
+    params = cls.params_class.from_strings(_parse_params(param or []))
+    plan = CyclePlan(measured=cycles, warmup=warmup)
+    if not 0.0 <= contend <= 1.0:
+        raise WorkloadParamError(f"--contend must be between 0 and 1, got {contend}")
+    if sample_interval_ns <= 0:
+        raise WorkloadParamError(f"--sample-interval-ns must be positive, got {sample_interval_ns}")
+    extra = list(metric or [])
+    metrics = tuple(extra) if only_metrics else tuple(dict.fromkeys((*DEFAULT_METRICS, *extra)))
+    settings = CollectSettings(
+        metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=not no_pm,
+        nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=not no_memory,
+        device_index=device,
+    )
+    opened = open_sources(settings)
+    for warning in opened.sources.warnings:
+        typer.echo(f"perfdiff: warning: {warning}", err=True)
+    argv = "perfdiff collect " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+    extra_params = {"contend": contend, "collect_command": argv}
+    with Contender(contend, device), _Progress(plan.measured + plan.warmup, quiet) as progress:
+        outcome = run_collection(
+            cls(params), plan, opened.sources, opened.environment, settings,
+            device=opened.device, extra_params=extra_params, progress=progress,
+        )
+    # A second Ctrl-C must not leave a half-written file: ignore it while saving.
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        path = save_run_file(outcome.run_file, output)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    for warning in outcome.run_file.collection.warnings:
+        if warning not in opened.sources.warnings:
+            typer.echo(f"perfdiff: warning: {warning}", err=True)
+    typer.echo(summary_line(outcome.run_file, path))
+    if outcome.interrupted:
+        typer.echo(f"perfdiff: interrupted; partial run file written to {path}", err=True)
+        raise typer.Exit(ExitCode.INTERRUPTED)
+    if outcome.error is not None:
+        raise WorkloadError(
+            f"workload '{workload}' failed: {outcome.run_file.status.reason}; "
+            f"partial run file written to {path}"
+        )

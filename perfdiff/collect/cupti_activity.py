@@ -1,0 +1,166 @@
+"""CUPTI activity tracing through cupti-python: kernels, memcpy, memset, launch API calls.
+
+Why large buffers and no work in the hot path: CUPTI hands records back only when a buffer
+is full or flushed; with 32 MiB buffers a typical collection (tens of thousands of records)
+completes no buffer until the final flush, so the workload's cycles pay only CUPTI's own
+recording cost, not Python's. Each completed buffer is copied into plain tuples at once,
+because CUPTI reuses the memory after the callback returns.
+
+Only launch-type runtime API calls (launch, memcpy, memset, graph launch) are recorded: they
+are what cycle assignment needs (see ``cycles.py``); recording every ``cudaGetDevice`` that
+frameworks call would cost time for nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace, TransferRecord
+from perfdiff.errors import CollectorUnavailableError
+
+BUFFER_BYTES = 32 * 1024 * 1024
+_API_KEEP = ("Launch", "Memcpy", "Memset")
+
+INSTALL_HINT = "install it with: pip install 'perfdiff[collect]' (cupti-python>=13.4)"
+
+
+def import_cupti() -> Any:
+    """The ``cupti.cupti`` bindings module, or a one-line CollectorUnavailableError."""
+    try:
+        from cupti import cupti
+    except ImportError as exc:
+        raise CollectorUnavailableError(
+            f"cupti-python is not installed or cannot load libcupti ({exc}); {INSTALL_HINT}"
+        ) from None
+    return cupti
+
+
+class CuptiActivityBackend:
+    """:class:`perfdiff.collect.backends.TraceBackend` on CUPTI's activity API."""
+
+    name = "cupti_activity"
+
+    def __init__(self, *, trace_memory: bool = True) -> None:
+        self._cupti = import_cupti()
+        self._trace_memory = trace_memory
+        self._raw = RawTrace()
+        self._enabled: list[Any] = []
+        self._delivered = 0
+        self.warnings: list[str] = []
+        self._keep_buffers: list[Any] = []
+
+    def clock_ns(self) -> int:
+        return int(self._cupti.get_timestamp())
+
+    def records_so_far(self) -> int:
+        return self._delivered
+
+    def start(self) -> None:
+        cupti = self._cupti
+        kinds = [cupti.ActivityKind.CONCURRENT_KERNEL, cupti.ActivityKind.RUNTIME,
+                 cupti.ActivityKind.DRIVER]
+        if self._trace_memory:
+            kinds += [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
+        try:
+            cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
+            for kind in kinds:
+                cupti.activity_enable(kind)
+                self._enabled.append(kind)
+        except cupti.cuptiError as exc:
+            self._disable()
+            raise CollectorUnavailableError(
+                f"CUPTI activity tracing could not start ({exc}); check that the NVIDIA "
+                "driver is loaded and matches the CUDA/CUPTI version"
+            ) from None
+        self._restrict_api_records()
+
+    def _restrict_api_records(self) -> None:
+        """Keep API records only for launch/memcpy/memset calls (see module docstring)."""
+        cupti = self._cupti
+        tables = [
+            (getattr(cupti, "RuntimeApiTraceCbid", None), cupti.activity_enable_runtime_api),
+            (getattr(cupti, "DriverApiTraceCbid", None), cupti.activity_enable_driver_api),
+        ]
+        for enum_cls, toggle in tables:
+            if enum_cls is None:
+                continue
+            for member in enum_cls:
+                if member.value <= 0 or member.name.endswith(("SIZE", "FORCE_INT", "INVALID")):
+                    continue
+                keep = any(word in member.name for word in _API_KEEP)
+                try:
+                    toggle(int(member.value), 1 if keep else 0)
+                except cupti.cuptiError:
+                    continue
+
+    def _buffer_requested(self) -> tuple[int, int]:
+        return BUFFER_BYTES, 0
+
+    def _buffer_completed(self, activities: list[Any]) -> None:
+        cupti = self._cupti
+        kernel_kind = int(cupti.ActivityKind.CONCURRENT_KERNEL)
+        api_kinds = (int(cupti.ActivityKind.RUNTIME), int(cupti.ActivityKind.DRIVER))
+        memcpy_kind = int(cupti.ActivityKind.MEMCPY)
+        memset_kind = int(cupti.ActivityKind.MEMSET)
+        raw = self._raw
+        for a in activities:
+            kind = int(a.kind)
+            if kind == kernel_kind:
+                raw.kernels.append(KernelRecord(
+                    str(a.name), int(a.device_id), int(a.stream_id), int(a.start), int(a.end),
+                    int(a.correlation_id), (int(a.grid_x), int(a.grid_y), int(a.grid_z)),
+                    (int(a.block_x), int(a.block_y), int(a.block_z)),
+                ))
+            elif kind in api_kinds:
+                raw.api.append(ApiRecord(int(a.correlation_id), int(a.start)))
+            elif kind == memcpy_kind:
+                raw.memcpy.append(TransferRecord(
+                    _copy_kind_text(cupti, int(a.copy_kind)), int(a.bytes), int(a.device_id),
+                    int(a.stream_id), int(a.start), int(a.end), int(a.correlation_id),
+                ))
+            elif kind == memset_kind:
+                raw.memset.append(TransferRecord(
+                    "memset", int(a.bytes), int(a.device_id), int(a.stream_id), int(a.start),
+                    int(a.end), int(a.correlation_id),
+                ))
+        self._delivered += len(activities)
+
+    def stop(self) -> RawTrace:
+        cupti = self._cupti
+        try:
+            cupti.activity_flush_all(1)
+        finally:
+            self._raw.dropped_records += self._dropped()
+            self._disable()
+        raw, self._raw = self._raw, RawTrace()
+        return raw
+
+    def _dropped(self) -> int:
+        counter = ctypes.c_size_t(0)
+        try:
+            self._cupti.activity_get_num_dropped_records(0, 0, ctypes.addressof(counter))
+        except Exception as exc:  # a count we cannot read is a warning, not a crash
+            self.warnings.append(f"CUPTI dropped-record count unavailable ({exc})")
+            return 0
+        return int(counter.value)
+
+    def _disable(self) -> None:
+        for kind in reversed(self._enabled):
+            try:
+                self._cupti.activity_disable(kind)
+            except Exception:  # best effort during teardown
+                continue
+        self._enabled.clear()
+
+
+def _copy_kind_text(cupti: Any, value: int) -> str:
+    """CUPTI's memcpy kind as "HtoD", "DtoH", "DtoD", ... ("unknown" if not listed)."""
+    try:
+        name = str(cupti.ActivityMemcpyKind(value).name)
+    except ValueError:
+        return "unknown"
+    return name.replace("TO", "to") if len(name) == 4 else name.lower()
+
+
+__all__ = ["INSTALL_HINT", "CuptiActivityBackend", "import_cupti"]

@@ -1,0 +1,128 @@
+"""Cycle boundaries on the host, and assigning each kernel to the cycle it was launched in.
+
+Why by launch time: kernels run asynchronously, so a kernel launched in cycle 7 may still run
+after the host has entered cycle 8. Its *launch* — the runtime/driver API call that CUPTI
+records with the same ``correlation_id`` as the kernel — happens on the host inside cycle 7.
+So a kernel belongs to the cycle whose host interval ``[start, end)`` holds the start of its
+launch API call. Where no launch record exists (API tracing unavailable, or a kernel launched
+by a library through a path CUPTI does not report), the kernel's own GPU start time is used
+instead and the collector records a warning.
+
+Both the cycle boundaries and the API records are on CUPTI's timestamp clock
+(``cupti.get_timestamp()``), so no clock conversion is needed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfdiff.schema.model import CycleTable, IntArray
+
+
+@dataclass
+class CycleLog:
+    """The collector's :class:`perfdiff.markers.CycleRecorder`: appends cycle boundaries.
+
+    ``clock_ns`` is the tracing backend's clock; ``on_cycle_end`` is called after each cycle
+    (the progress display hooks in there, outside the measured interval).
+    """
+
+    clock_ns: Callable[[], int]
+    on_cycle_end: Callable[[int], None] | None = None
+    starts: list[int] = field(default_factory=list)
+    ends: list[int] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    warmups: list[bool] = field(default_factory=list)
+    completed_flags: list[bool] = field(default_factory=list)
+    _open: bool = False
+
+    def begin_cycle(self, label: str, warmup: bool) -> None:
+        if self._open:
+            self.end_cycle()
+        self.labels.append(label)
+        self.warmups.append(warmup)
+        self._open = True
+        self.starts.append(self.clock_ns())
+
+    def end_cycle(self, *, completed: bool = True) -> None:
+        if not self._open:
+            return
+        self.ends.append(self.clock_ns())
+        self.completed_flags.append(completed)
+        self._open = False
+        if completed and self.on_cycle_end is not None:
+            self.on_cycle_end(self.completed)
+
+    @property
+    def completed(self) -> int:
+        """Number of cycles that ended normally."""
+        return sum(self.completed_flags)
+
+    def table(self) -> CycleTable:
+        """The cycles that ended normally, renumbered 0..n-1.
+
+        A cycle still open (an interrupt outside the marker) or cut short is left out: its
+        kernels get cycle -1 ("outside any cycle") instead of distorting its case.
+        """
+        if self._open:
+            self.end_cycle(completed=False)
+        keep = [i for i, ok in enumerate(self.completed_flags) if ok]
+        return CycleTable(
+            index=np.arange(len(keep), dtype=np.int64),
+            start_ns=np.asarray([self.starts[i] for i in keep], dtype=np.int64),
+            end_ns=np.asarray([self.ends[i] for i in keep], dtype=np.int64),
+            label=tuple(self.labels[i] for i in keep),
+            warmup=np.asarray([self.warmups[i] for i in keep], dtype=np.bool_),
+        )
+
+
+def assign_cycles(timestamps_ns: IntArray, cycles: CycleTable) -> IntArray:
+    """Cycle index whose ``[start, end)`` holds each timestamp, or -1 when none does.
+
+    Cycles never overlap (a new one ends the previous), so a binary search on the starts
+    finds the only candidate; O((n + m) log m).
+    """
+    ts = np.asarray(timestamps_ns, dtype=np.int64)
+    if cycles.start_ns.size == 0 or ts.size == 0:
+        return np.full(ts.shape, -1, dtype=np.int64)
+    order = np.argsort(cycles.start_ns, kind="stable")
+    starts = cycles.start_ns[order]
+    ends = cycles.end_ns[order]
+    pos = np.searchsorted(starts, ts, side="right") - 1
+    valid = pos >= 0
+    clipped = np.clip(pos, 0, None)
+    inside = valid & (ts < ends[clipped])
+    result: IntArray = np.where(inside, cycles.index[order][clipped], -1).astype(np.int64)
+    return result
+
+
+def launch_times(
+    correlation_ids: IntArray,
+    fallback_ns: IntArray,
+    api_correlation_ids: IntArray,
+    api_start_ns: IntArray,
+) -> tuple[IntArray, int]:
+    """Launch time of each record: its API call's start, else ``fallback_ns`` (GPU start).
+
+    Returns the times and how many records had to use the fallback (for the warning).
+    """
+    corr = np.asarray(correlation_ids, dtype=np.int64)
+    out = np.asarray(fallback_ns, dtype=np.int64).copy()
+    if corr.size == 0:
+        return out, 0
+    if api_correlation_ids.size == 0:
+        return out, int(corr.size)
+    order = np.argsort(api_correlation_ids, kind="stable")
+    sorted_ids = api_correlation_ids[order]
+    sorted_starts = api_start_ns[order]
+    pos = np.searchsorted(sorted_ids, corr)
+    clipped = np.clip(pos, 0, sorted_ids.size - 1)
+    found = (pos < sorted_ids.size) & (sorted_ids[clipped] == corr) & (corr != 0)
+    out[found] = sorted_starts[clipped[found]]
+    return out, int((~found).sum())
+
+
+__all__ = ["CycleLog", "assign_cycles", "launch_times"]

@@ -1,0 +1,176 @@
+"""CUPTI PM sampling: tensor-pipe and DRAM utilisation sampled every N ns of GPU time.
+
+Why PM sampling rather than per-kernel profiling (ncu-style replay): it runs alongside the
+workload without serialising or replaying kernels, so the overhead is near zero and the
+timeline is the real one. A kernel's utilisation is then the time-weighted mean of the
+samples overlapping it (``perfdiff.analysis.kernel_metrics``); for kernels shorter than the
+interval that mean is diluted by whatever ran next to it (docs/reference/run-file.md).
+
+Degradation: if the metrics cannot be configured together, each is tried alone on a fresh
+collector (after one rejected name, CUPTI's host object fails every later name, see
+gpu-notes) and only the accepted ones are sampled. Every metric dropped, and every failure
+to start (no permission to profile, chip not supported), becomes a warning in the run file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from perfdiff.schema.model import MetricSeries
+
+TENSOR_METRIC = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
+DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
+DEFAULT_INTERVAL_NS = 5_000
+HARDWARE_BUFFER_BYTES = 512 * 1024 * 1024
+
+
+class PmSamplingUnavailable(Exception):
+    """PM sampling cannot run here; the message says why (it becomes a warning)."""
+
+
+class PmSampler:
+    """:class:`MetricSampler` on ``cupti.pm_sampling.Collector`` for one device."""
+
+    name = "pm_sampling"
+
+    def __init__(
+        self,
+        metrics: tuple[str, ...],
+        interval_ns: int,
+        device_index: int,
+        clock_ns: Any,
+    ) -> None:
+        try:
+            from cupti import pm_sampling
+        except ImportError as exc:
+            raise PmSamplingUnavailable(
+                f"PM sampling unavailable: cupti-python >= 13.4 with cupti.pm_sampling is "
+                f"needed ({exc})"
+            ) from None
+        self._pm = pm_sampling
+        self._interval_ns = interval_ns
+        self._device = device_index
+        self._clock_ns = clock_ns
+        self.warnings: list[str] = []
+        self.metrics = self._accepted(metrics)
+        if not self.metrics:
+            raise PmSamplingUnavailable(
+                "PM sampling unavailable: none of the requested metrics could be configured "
+                f"({', '.join(metrics)})"
+            )
+        self._collector = self._configured(self.metrics)
+        self._start_ns = 0
+        self.first_sample_offset_ns: int | None = None
+
+    def _new_collector(self) -> Any:
+        collector = self._pm.Collector(self._device)
+        try:
+            collector.enable()
+        except PermissionError as exc:
+            raise PmSamplingUnavailable(
+                f"PM sampling not permitted for this user ({exc}); run as admin or set the "
+                "driver option NVreg_RestrictProfilingToAdminUsers=0"
+            ) from None
+        except Exception as exc:
+            raise PmSamplingUnavailable(
+                f"PM sampling could not be enabled on device {self._device} "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+        return collector
+
+    def _configured(self, metrics: tuple[str, ...]) -> Any:
+        collector = self._new_collector()
+        try:
+            collector.configure(
+                metrics=list(metrics),
+                hardware_buffer_size=HARDWARE_BUFFER_BYTES,
+                sampling_interval=self._interval_ns,
+                trigger_mode=self._pm.TriggerMode.GPU_TIME_INTERVAL,
+            )
+        except Exception:
+            collector.disable()
+            raise
+        return collector
+
+    def _accepted(self, metrics: tuple[str, ...]) -> tuple[str, ...]:
+        """All metrics if they configure together, else those that configure alone."""
+        try:
+            self._configured(metrics).disable()
+            return metrics
+        except PmSamplingUnavailable:
+            raise
+        except Exception as exc:
+            if len(metrics) == 1:
+                self.warnings.append(f"PM metric {metrics[0]} rejected ({exc}); not sampled")
+                return ()
+        accepted: list[str] = []
+        for metric in metrics:
+            try:
+                self._configured((metric,)).disable()
+                accepted.append(metric)
+            except PmSamplingUnavailable:
+                raise
+            except Exception as exc:
+                self.warnings.append(f"PM metric {metric} rejected ({exc}); not sampled")
+        if len(accepted) > 1:
+            try:
+                self._configured(tuple(accepted)).disable()
+            except Exception as exc:
+                self.warnings.append(
+                    f"PM metrics cannot be sampled together ({exc}); keeping {accepted[0]} only"
+                )
+                accepted = accepted[:1]
+        return tuple(accepted)
+
+    def start(self) -> None:
+        self._start_ns = int(self._clock_ns())
+        self._collector.start()
+
+    def stop(self) -> list[MetricSeries]:
+        stop_ns = int(self._clock_ns())
+        self._collector.stop()
+        expected = max(1, (stop_ns - self._start_ns) // max(1, self._interval_ns))
+        try:
+            data = self._collector.decode(max_samples=int(expected * 1.5) + 1000)
+            ends, values = _evaluate(data, len(self.metrics))
+        finally:
+            self._collector.disable()
+        if ends.size:
+            # Recorded, not corrected: the docs explain how the clock domains were checked.
+            self.first_sample_offset_ns = int(ends[0] - self._interval_ns - self._start_ns)
+        return [
+            MetricSeries(
+                name=metric,
+                unit="pct",
+                source="pm_sampling",
+                device=self._device,
+                timestamps_ns=ends,
+                values=np.round(values[:, i], 3),
+                interval_ns=self._interval_ns,
+            )
+            for i, metric in enumerate(self.metrics)
+        ]
+
+
+def _evaluate(data: Any, n_metrics: int) -> tuple[Any, Any]:
+    """Sample end timestamps and an (n_samples, n_metrics) array of values."""
+    n = len(data)
+    ends = np.zeros(n, dtype=np.int64)
+    values = np.zeros((n, n_metrics), dtype=np.float64)
+    for i, sample in enumerate(data):
+        ends[i] = int(sample.end_timestamp)
+        values[i, :] = sample.metric_values
+    return ends, values
+
+
+__all__ = [
+    "DEFAULT_INTERVAL_NS",
+    "DEFAULT_METRICS",
+    "DRAM_METRIC",
+    "TENSOR_METRIC",
+    "PmSampler",
+    "PmSamplingUnavailable",
+]

@@ -1,0 +1,229 @@
+"""One collection: set up the workload, record its cycles, and build the run file.
+
+Why the run file is built in a ``finally``: Ctrl-C or an exception in the workload must
+still leave a valid run file holding every cycle gathered so far, marked incomplete with the
+reason. This module only *builds* the :class:`RunFile`; the CLI writes it atomically
+(``perfdiff.schema.save_run_file``) and then exits with the matching code.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from perfdiff import __version__
+from perfdiff.collect.backends import MetricSampler, Sources
+from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.demangle import demangler_available
+from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS
+from perfdiff.collect.records import RawTrace, StringTable, build_tables
+from perfdiff.collect.workloads.base import CyclePlan, Workload
+from perfdiff.markers import RecorderMarker, set_active_recorder
+from perfdiff.schema.model import (
+    Collection,
+    Environment,
+    MetricSeries,
+    Run,
+    RunFile,
+    Status,
+)
+from perfdiff.schema.model import Workload as WorkloadInfo
+from perfdiff.schema.versions import CURRENT_VERSION
+
+
+@dataclass(frozen=True)
+class CollectSettings:
+    """What to record; defaults are the documented ones (docs/howto/collect.md)."""
+
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    sample_interval_ns: int = DEFAULT_INTERVAL_NS
+    pm_sampling: bool = True
+    nvml: bool = True
+    nvml_interval_ms: float = 10.0
+    trace_memory: bool = True
+    device_index: int = 0
+
+
+@dataclass(frozen=True)
+class CollectOutcome:
+    """The run file, and why it is incomplete if it is (the CLI picks the exit code)."""
+
+    run_file: RunFile
+    interrupted: bool = False
+    error: BaseException | None = None
+
+
+ProgressCallback = Callable[[int, int], None]  # (cycles done, trace records so far)
+
+
+@dataclass
+class _Stopped:
+    raw: RawTrace = field(default_factory=RawTrace)
+    metrics: list[MetricSeries] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def run_collection(
+    workload: Workload,
+    plan: CyclePlan,
+    sources: Sources,
+    environment: Environment,
+    settings: CollectSettings,
+    *,
+    device: str = "cuda:0",
+    extra_params: dict[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
+) -> CollectOutcome:
+    """Run ``workload`` under the sources and return the run file (complete or not)."""
+    trace = sources.trace
+
+    def on_cycle_end(done: int) -> None:
+        if progress is not None:
+            progress(done, trace.records_so_far())
+
+    log = CycleLog(clock_ns=trace.clock_ns, on_cycle_end=on_cycle_end)
+    status = Status("complete")
+    interrupted = False
+    error: BaseException | None = None
+    started: list[MetricSampler] = []
+    warnings = list(sources.warnings)
+    tracing = False
+    previous = set_active_recorder(log)
+    try:
+        workload.setup(device)
+        trace.start()
+        tracing = True
+        started = _start_samplers(sources.samplers, warnings)
+        workload.run(RecorderMarker(log), plan)
+    except KeyboardInterrupt:
+        interrupted = True
+        status = Status("incomplete", f"interrupted (Ctrl-C) after {log.completed} cycles")
+    except Exception as exc:
+        error = exc
+        status = Status(
+            "incomplete",
+            f"workload raised {type(exc).__name__}: {_one_line(exc)} "
+            f"(after {log.completed} cycles)",
+        )
+    finally:
+        set_active_recorder(previous)
+        stopped = _stop_all(sources, started, tracing)
+        warnings += stopped.warnings
+        try:
+            workload.teardown()
+        except Exception as exc:  # teardown trouble must not hide the run
+            warnings.append(f"workload teardown raised {type(exc).__name__}: {_one_line(exc)}")
+    run_file = _build_run_file(
+        workload, plan, sources, environment, settings, log, stopped, warnings, status,
+        extra_params or {},
+    )
+    return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else "(no message)"
+
+
+def _start_samplers(samplers: list[MetricSampler], warnings: list[str]) -> list[MetricSampler]:
+    started = []
+    for sampler in samplers:
+        try:
+            sampler.start()
+        except Exception as exc:
+            warnings.append(f"{sampler.name} could not start ({_one_line(exc)}); not sampled")
+            continue
+        started.append(sampler)
+    return started
+
+
+def _stop_all(sources: Sources, started: list[MetricSampler], tracing: bool) -> _Stopped:
+    """Wait for the GPU, stop samplers then tracing; every failure becomes a warning."""
+    out = _Stopped()
+    sync = sources.synchronize
+    if callable(sync):
+        try:
+            sync()
+        except Exception as exc:
+            out.warnings.append(f"GPU synchronize failed at stop ({_one_line(exc)})")
+    for sampler in started:
+        try:
+            out.metrics.extend(sampler.stop())
+        except Exception as exc:
+            out.warnings.append(f"{sampler.name} failed at stop ({_one_line(exc)}); no samples")
+        out.warnings.extend(getattr(sampler, "warnings", []))
+    if tracing:
+        try:
+            out.raw = sources.trace.stop()
+        except Exception as exc:
+            out.warnings.append(f"trace failed at stop ({_one_line(exc)}); kernels lost")
+        out.warnings.extend(getattr(sources.trace, "warnings", []))
+    return out
+
+
+def _build_run_file(
+    workload: Workload,
+    plan: CyclePlan,
+    sources: Sources,
+    environment: Environment,
+    settings: CollectSettings,
+    log: CycleLog,
+    stopped: _Stopped,
+    warnings: list[str],
+    status: Status,
+    extra_params: dict[str, Any],
+) -> RunFile:
+    cycles = log.table()
+    strings = StringTable()
+    tables = build_tables(stopped.raw, cycles, strings)
+    if tables.kernels_without_launch_record:
+        warnings.append(
+            f"{tables.kernels_without_launch_record} kernels had no launch API record; "
+            "they were assigned to cycles by GPU start time"
+        )
+    if stopped.raw.dropped_records:
+        warnings.append(f"CUPTI dropped {stopped.raw.dropped_records} activity records")
+    if strings.names and not demangler_available():
+        warnings.append("no C++ demangler (libstdc++) found; kernel names kept mangled")
+    run = Run(
+        index=0,
+        pid=os.getpid(),
+        rank=None,
+        exit_code=None,
+        cycles=cycles,
+        kernels=tables.kernels,
+        memcpy=tables.memcpy,
+        memset=tables.memset,
+        metrics=tuple(stopped.metrics),
+        dropped_records=stopped.raw.dropped_records,
+    )
+    params = {**workload.params.to_json(), "cycles": plan.measured, "warmup": plan.warmup,
+              **extra_params}
+    sampled = {m.source for m in stopped.metrics}
+    source_names = tuple(
+        name for name in sources.source_names()
+        if name == sources.trace.name or name in sampled
+    )
+    pm_metrics = tuple(m.name for m in stopped.metrics if m.source == "pm_sampling")
+    return RunFile(
+        schema_version=CURRENT_VERSION,
+        tool_version=__version__,
+        status=status,
+        environment=environment,
+        collection=Collection(
+            metrics=pm_metrics,
+            sample_interval_ns=settings.sample_interval_ns,
+            sources=source_names,
+            warnings=tuple(dict.fromkeys(warnings)),
+        ),
+        workload=WorkloadInfo(name=workload.name, params=params),
+        strings=tuple(strings.names),
+        runs=(run,),
+        created_unix_s=round(time.time(), 3),
+    )
+
+
+__all__ = ["CollectOutcome", "CollectSettings", "ProgressCallback", "run_collection"]

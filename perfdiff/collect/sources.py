@@ -1,0 +1,101 @@
+"""Open the real sources (CUPTI activity, PM sampling, NVML) for a collection.
+
+Why here and not in the CLI: deciding what is available, and turning each unavailable
+optional source into a warning rather than a failure, is collection policy. Only tracing is
+required; without cupti-python or a GPU there is nothing to record and collection stops
+with one line naming everything that is missing and how to get it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from perfdiff.collect.backends import MetricSampler, Sources
+from perfdiff.collect.cupti_activity import INSTALL_HINT, CuptiActivityBackend
+from perfdiff.collect.environment import gather_environment
+from perfdiff.collect.nvml import NvmlSampler, NvmlUnavailable, load_nvml
+from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
+from perfdiff.collect.session import CollectSettings
+from perfdiff.errors import CollectorUnavailableError
+from perfdiff.schema.model import Environment
+
+
+@dataclass
+class OpenedSources:
+    """The sources plus what the caller needs for the run file's environment."""
+
+    sources: Sources
+    environment: Environment
+    device: str
+
+
+def check_prerequisites() -> Any:
+    """torch with CUDA and cupti-python, or one line naming all that is missing."""
+    missing: list[str] = []
+    torch: Any = None
+    try:
+        import torch as torch_module
+
+        torch = torch_module
+        if not torch.cuda.is_available():
+            missing.append(
+                "no CUDA GPU is visible (torch.cuda.is_available() is False): collect on a "
+                "machine with an NVIDIA GPU, driver and a CUDA build of torch"
+            )
+    except ImportError:
+        missing.append("PyTorch is not installed (built-in workloads need a CUDA build of torch)")
+    try:
+        import cupti.cupti  # noqa: F401
+    except ImportError as exc:
+        missing.append(f"cupti-python is not importable ({exc}); {INSTALL_HINT}")
+    if missing:
+        raise CollectorUnavailableError("cannot collect: " + "; ".join(missing))
+    return torch
+
+
+def open_sources(settings: CollectSettings) -> OpenedSources:
+    """Open tracing (required) and PM sampling / NVML (optional, degrading to warnings)."""
+    torch = check_prerequisites()
+    device_index = settings.device_index
+    if device_index >= torch.cuda.device_count():
+        raise CollectorUnavailableError(
+            f"--device {device_index} does not exist ({torch.cuda.device_count()} GPU(s) visible)"
+        )
+    torch.cuda.set_device(device_index)
+    torch.cuda.init()
+    warnings: list[str] = []
+    trace = CuptiActivityBackend(trace_memory=settings.trace_memory)
+    samplers: list[MetricSampler] = []
+    if settings.pm_sampling and settings.metrics:
+        try:
+            pm = PmSampler(settings.metrics, settings.sample_interval_ns, device_index,
+                           trace.clock_ns)
+            samplers.append(pm)
+            warnings.extend(pm.warnings)
+            pm.warnings.clear()
+        except PmSamplingUnavailable as exc:
+            warnings.append(str(exc))
+    nvml: Any = None
+    try:
+        nvml = load_nvml()
+    except NvmlUnavailable as exc:
+        if settings.nvml:
+            warnings.append(str(exc))
+    environment = gather_environment(torch, device_index, nvml)
+    if settings.nvml and nvml is not None:
+        uuid = environment.devices[0].uuid if environment.devices else None
+        try:
+            nv = NvmlSampler(device_index, trace.clock_ns, settings.nvml_interval_ms / 1000.0,
+                             nvml=nvml, uuid=uuid)
+            samplers.append(nv)
+            warnings.extend(nv.warnings)
+            nv.warnings.clear()
+        except NvmlUnavailable as exc:
+            warnings.append(str(exc))
+    sources = Sources(trace=trace, samplers=samplers, warnings=warnings,
+                      synchronize=torch.cuda.synchronize)
+    return OpenedSources(sources=sources, environment=environment, device=f"cuda:{device_index}")
+
+
+__all__ = ["OpenedSources", "check_prerequisites", "open_sources"]
