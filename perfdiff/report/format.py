@@ -96,7 +96,22 @@ _CELL_ESCAPES = {
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split()) if any(c in text for c in "\r\n\t") else text
+    """Any line break or tab -> one space; other control characters -> U+FFFD.
+
+    Python's ``splitlines`` also breaks at \\x1c-\\x1e, \\x85 and U+2028: a name holding one would
+    split a table row in two. Control characters could also drive a terminal.
+    """
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif ch.isspace():
+            out.append(" ")
+        else:
+            out.append("\ufffd")
+    return "".join(out)
 
 
 def md_cell(text: str) -> str:
