@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Everything perfdiff checks on the GPU machine, in one script (run from the repo root there):
+# install the carried wheels, run the GPU tests, record the fixtures with provenance, run the
+# accuracy checks (ncu, torch.profiler) and the overhead benchmark. Results go under $OUT.
+#
+# usage: scripts/gpu_check.sh STEP...   steps: install env clock smoke tests fixtures
+#        accuracy overhead pack; "all" = install env clock tests fixtures accuracy overhead pack
+# Wheels: .whl/ (cupti-python>=13.4 cp312, nvidia-cuda-cupti 13.4.x, pyelftools,
+# cuda-pathfinder, nvtx), prepared on a networked machine; see docs/howto/collect.md.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/perfdiff-gpu}
+mkdir -p "$OUT" "$OUT/work"
+PY=${PYTHON:-python3}
+LOG="$OUT/gpu_check.log"
+FIX=${FIXTURES:-fixtures}
+export PYTHONUNBUFFERED=1
+
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
+
+step_install() {
+  run $PY -m pip install -q --no-deps --disable-pip-version-check \
+    .whl/cupti_python-*cp312*.whl .whl/nvidia_cuda_cupti-*.whl .whl/pyelftools-*.whl \
+    .whl/cuda_pathfinder-*.whl .whl/nvtx-*cp312*.whl
+  run $PY -m pip install -q --no-deps --no-build-isolation --disable-pip-version-check -e .
+}
+
+step_env() {
+  run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  run $PY -c 'import torch, cupti.cupti as c; print(torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'
+  run $PY -m pip list 2>/dev/null | grep -i -E 'cupti|nvtx|nvidia-ml|torch |pathfinder'
+}
+
+step_clock() { run $PY scripts/gpu/clock_check.py --json "$OUT/clock_check.json"; }
+
+step_smoke() {
+  run perfdiff collect gpt-infer --cycles 30 --warmup 5 -o "$OUT/work/a.json.gz"
+  run perfdiff kernels "$OUT/work/a.json.gz" | head -40
+  run perfdiff kernels --by name "$OUT/work/a.json.gz" | head -30
+  run perfdiff collect train-step --cycles 3 --warmup 1 -o "$OUT/work/t.json.gz"
+  run perfdiff collect gpt-infer --cycles 5 --warmup 1 --contend 0.5 -o "$OUT/work/c.json.gz"
+  run $PY - "$OUT/work/a.json.gz" <<'PY'
+import sys
+from perfdiff.schema.io import load_run_file
+rf = load_run_file(sys.argv[1])
+r = rf.runs[0]
+print("warnings:", rf.collection.warnings)
+print("sources:", rf.collection.sources, "env:", rf.environment)
+for m in r.metrics:
+    print(m.name, m.source, m.values.size, m.timestamps_ns[:2], m.values[:5])
+print("kernels/cycle:", r.kernels.cycle[r.kernels.cycle >= 0].size / max(1, r.cycles.index.size))
+print("outside cycles:", int((r.kernels.cycle < 0).sum()), "memcpy:", r.memcpy.kind[:5])
+d = (r.cycles.end_ns - r.cycles.start_ns) / 1e6
+print("cycle ms:", d.round(3).tolist())
+PY
+  run ncu --version
+  ncu --query-metrics --chip gh100 2>/dev/null | grep -E '^(sm__pipe_tensor_cycles_active|dram__throughput|sm__pipe_tensor_op_hmma_cycles_active|gpu__time_duration) ' | tee -a "$LOG"
+}
+
+step_tests() { run $PY -m pytest -q -m gpu tests/gpu -p no:cacheprovider; }
+
+step_fixtures() { run bash scripts/gpu/record_fixtures.sh "$OUT/fixtures"; }
+
+step_accuracy() {
+  run $PY scripts/gpu/accuracy_ncu.py --work "$OUT/work" --json "$OUT/accuracy_ncu.json"
+  run $PY scripts/gpu/accuracy_profiler.py --work "$OUT/work" --json "$OUT/accuracy_profiler.json"
+}
+
+step_overhead() { run $PY bench/overhead.py --json "$OUT/overhead.json"; }
+
+step_pack() {
+  if [ -d "$OUT/fixtures" ]; then
+    tar -C "$OUT" -cf "$OUT/fixtures.tar" fixtures && rm -rf "$OUT/fixtures"
+  fi
+  rm -rf "$OUT/work"
+}
+
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(all)
+[ "${steps[0]}" = all ] && steps=(install env clock tests fixtures accuracy overhead pack)
+for s in "${steps[@]}"; do
+  say "step $s"
+  "step_$s" || say "step $s FAILED (rc=$?)"
+done
+say done
