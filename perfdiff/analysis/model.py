@@ -98,6 +98,9 @@ class MetricRow:
     verdict: Verdict
     n_normal: int  # samples behind the tests (runs, batches or cycles: see Comparison.test_unit)
     n_abnormal: int
+    # added by the statistics: Welch p of time per cycle (the test behind q_value when cycle
+    # times are comparable; otherwise q_value comes from p_beta)
+    p_time: float = float("nan")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,490 @@
+"""Two cycle tables -> a typed :class:`Comparison` (the entry point of the statistics).
+
+The method, in order (docs/explanation/statistics.md says why):
+
+1. Independent samples ("units"): run means with >= 2 runs per side, else ~10 batch means.
+2. Per (pid, device, function): Welch tests with a floored, pooled standard error on time per
+   cycle (ms) and share β (%), Mann-Whitney U on β, a 95 % bootstrap interval of the time change.
+   Functions present on one side only go to the inventory, never zero-filled into the tests.
+3. Per (function, metric): the same on μ and on log μ.
+4. Benjamini-Hochberg q-values over the functions' primary tests (time per cycle; β when the two
+   sides' cycles were cut differently). Verdict: q < alpha AND |change| > the practical threshold.
+5. Findings first, then by suspicion score; key findings carry the μ moves that went with them.
+
+``--seed-compatible`` reproduces LatencyPrism's numbers instead (see ``seed_compat``).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from perfdiff.analysis import columns as C
+from perfdiff.analysis.inventory import inventory_changes, present_functions
+from perfdiff.analysis.model import (
+    CompareOptions,
+    Comparison,
+    Finding,
+    InventoryChange,
+    MetricMove,
+    MetricRow,
+    TestUnit,
+    Verdict,
+)
+from perfdiff.analysis.sides import SideMeta
+from perfdiff.analysis.stats import (
+    bh_qvalues,
+    bootstrap_delta_ci,
+    log_values,
+    mann_whitney_p,
+    minimum_detectable,
+    welch,
+)
+from perfdiff.analysis.summary import (
+    check_comparable,
+    cycle_time_change,
+    cycles_comparable,
+    device_summaries,
+    side_summary,
+)
+from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_of, side_units
+from perfdiff.errors import InputError
+
+CHANGE: frozenset[str] = frozenset({"slower", "faster"})
+MIN_METRIC_MOVE_REL = 0.01  # a μ move smaller than 1 % of its baseline is not worth a sentence
+
+
+def compare_tables(
+    normal: pd.DataFrame,
+    abnormal: pd.DataFrame,
+    options: CompareOptions | None = None,
+    *,
+    normal_meta: SideMeta | None = None,
+    abnormal_meta: SideMeta | None = None,
+    labels: tuple[str, str] = ("normal", "abnormal"),
+) -> Comparison:
+    """Compare two cycle tables (see the module docstring); raises InputError on empty input."""
+    opts = options or CompareOptions()
+    metas = (
+        normal_meta or SideMeta(source="<table>", kind="table"),
+        abnormal_meta or SideMeta(source="<table>", kind="table"),
+    )
+    tables = (
+        C.normalise_cycle_table(normal, source=metas[0].source),
+        C.normalise_cycle_table(abnormal, source=metas[1].source),
+    )
+    for table, meta, label in zip(tables, metas, labels, strict=True):
+        if table.empty:
+            raise InputError(
+                f"{meta.source}: the {label} side has no measured cycles (all warm-up or empty); "
+                "record more cycles"
+            )
+    check_comparable(metas[0], metas[1], force=opts.force)
+    comparable = cycles_comparable(tables[0], tables[1])
+    notes = list(_notes(tables, metas, comparable))
+    if opts.seed_compatible:
+        from perfdiff.analysis.seed_compat import seed_comparison
+
+        return seed_comparison(tables, metas, labels, opts, comparable, tuple(notes))
+    n_runs = [int(t[C.RUN].nunique()) for t in tables]
+    unit: TestUnit = "runs" if min(n_runs) >= 2 else "batch means"
+    notes.append(_unit_note(unit, n_runs, opts.n_batches))
+    units = (
+        side_units(tables[0], unit, opts.n_batches),
+        side_units(tables[1], unit, opts.n_batches),
+    )
+    cycle_ms_by_pid = (
+        tables[0].drop_duplicates([C.RUN, C.PID, C.CYCLE]).groupby(C.PID)[C.CYCLE_MS].mean()
+    )
+    rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid)
+    findings = _findings(rows, opts)
+    rows = _rank(rows, findings)
+    return Comparison(
+        normal=side_summary(tables[0], metas[0], labels[0]),
+        abnormal=side_summary(tables[1], metas[1], labels[1]),
+        cycle_time=cycle_time_change(tables, unit, opts, comparable),
+        rows=tuple(rows),
+        findings=tuple(findings),
+        inventory=tuple(inventory),
+        devices=tuple(device_summaries(units, opts, comparable, cycle_ms_by_pid)),
+        test_unit=unit,
+        options=opts,
+        mde_pct=mde_pct,
+        notes=tuple(notes),
+    )
+
+
+def _unit_note(unit: TestUnit, n_runs: list[int], n_batches: int) -> str:
+    if unit == "runs":
+        return (
+            f"Tests use run-level means ({n_runs[0]} vs {n_runs[1]} runs): consecutive cycles "
+            "are correlated, runs are not."
+        )
+    return (
+        f"One run on at least one side: tests use batch means (up to {n_batches} batches of "
+        "consecutive cycles per side), since consecutive cycles are correlated."
+    )
+
+
+def _notes(
+    tables: tuple[pd.DataFrame, pd.DataFrame],
+    metas: tuple[SideMeta, SideMeta],
+    comparable: bool,
+) -> list[str]:
+    notes: list[str] = []
+    if not comparable:
+        anchors = [", ".join(sorted(set(t[C.ANCHOR]))) or "?" for t in tables]
+        notes.append(
+            f"Cycles were cut differently (normal: {anchors[0]}; abnormal: {anchors[1]}): cycle "
+            "times and times per cycle are not comparable; only shares (β) and metrics (μ) are "
+            "compared."
+        )
+    for meta in metas:
+        notes.extend(meta.warnings)
+    for table, label in zip(tables, ("normal", "abnormal"), strict=True):
+        pids = sorted(set(table[C.PID]))
+        if len(pids) > 1:
+            notes.append(
+                f"The {label} side holds {len(pids)} processes ({', '.join(map(str, pids))}); "
+                "each is compared separately."
+            )
+    return notes
+
+
+@dataclass
+class _FunctionStats:
+    """Function-level numbers shared by all metric rows of one (pid, device, function)."""
+
+    pid: int
+    device: str
+    function: str
+    func_type: str
+    beta_n: float
+    beta_a: float
+    z_beta: float
+    p_beta: float
+    u_p_beta: float
+    time_n: float
+    time_a: float
+    time_ci: tuple[float, float]
+    p_time: float
+    p_primary: float
+    constant_primary: bool
+    n_n: int
+    n_a: int
+    threshold: float  # practical threshold on the primary change (ms or ppt)
+    primary_delta: float
+    mde: float  # minimum detectable primary change (same unit as threshold)
+    q: float = math.nan
+    verdict: Verdict = "no change"
+
+
+def _rows(
+    units: tuple[SideUnits, SideUnits],
+    opts: CompareOptions,
+    comparable: bool,
+    cycle_ms_by_pid: pd.Series,
+) -> tuple[list[MetricRow], list[InventoryChange], float]:
+    fstats: list[_FunctionStats] = []
+    metric_blocks: list[pd.DataFrame] = []
+    groups = sorted(set(groups_of(units[0].time_ms)) | set(groups_of(units[1].time_ms)))
+    for group in groups:
+        pid = group[0]
+        funcs = [present_functions(group_rows(u.time_ms, group)) for u in units]
+        common = sorted(funcs[0] & funcs[1])
+        if not common:
+            continue
+        cycle_ms = float(cycle_ms_by_pid.get(pid, math.nan))
+        block = _function_stats(units, group, common, opts, comparable, cycle_ms)
+        fstats.extend(block)
+        metric_blocks.append(_metric_stats(units, group, common))
+    q = bh_qvalues(np.asarray([f.p_primary for f in fstats], dtype=np.float64))
+    for f, qv in zip(fstats, q, strict=True):
+        f.q = float(qv)
+        f.verdict = _verdict(f, opts.alpha)
+    metrics = pd.concat(metric_blocks, ignore_index=True) if metric_blocks else pd.DataFrame()
+    rows = _metric_rows(fstats, metrics, comparable)
+    mde_pct = _report_mde(fstats, comparable, cycle_ms_by_pid, opts)
+    return rows, inventory_changes(units), mde_pct
+
+
+def _rng_for(group: tuple[int, str], seed: int) -> np.random.Generator:
+    """A generator that depends on the group's identity, not on the order groups are visited."""
+    key = zlib.crc32(f"{group[0]}|{group[1]}".encode())
+    return np.random.default_rng([seed, key])
+
+
+def _function_stats(
+    units: tuple[SideUnits, SideUnits],
+    group: tuple[int, str],
+    common: list[str],
+    opts: CompareOptions,
+    comparable: bool,
+    cycle_ms: float,
+) -> list[_FunctionStats]:
+    t = [group_rows(u.time_ms, group).reindex(columns=common).to_numpy() for u in units]
+    b = [group_rows(u.beta_pct, group).reindex(columns=common).to_numpy() for u in units]
+    w_time = welch(t[0], t[1])
+    w_beta = welch(b[0], b[1])
+    u_beta = mann_whitney_p(b[0], b[1])
+    ci_low, ci_high = bootstrap_delta_ci(
+        t[0], t[1], resamples=opts.bootstrap_resamples, rng=_rng_for(group, opts.seed)
+    )
+    primary = w_time if comparable else w_beta
+    threshold = (
+        opts.practical_threshold_pct / 100.0 * cycle_ms
+        if comparable
+        else opts.practical_threshold_pct
+    )
+    m_tests = max(1, len(common))
+    mde = minimum_detectable(primary.se, primary.df, opts.alpha / m_tests)
+    types = {**group_types(units[1].func_type, group), **group_types(units[0].func_type, group)}
+    out = []
+    for j, name in enumerate(common):
+        out.append(
+            _FunctionStats(
+                pid=group[0],
+                device=group[1],
+                function=name,
+                func_type=types.get(name, ""),
+                beta_n=float(w_beta.mean_normal[j]),
+                beta_a=float(w_beta.mean_abnormal[j]),
+                z_beta=float(w_beta.z[j]),
+                p_beta=float(w_beta.p[j]),
+                u_p_beta=float(u_beta[j]),
+                time_n=float(w_time.mean_normal[j]),
+                time_a=float(w_time.mean_abnormal[j]),
+                time_ci=(float(ci_low[j]), float(ci_high[j])),
+                p_time=float(w_time.p[j]),
+                p_primary=float(primary.p[j]),
+                constant_primary=bool(primary.constant[j]),
+                n_n=int(primary.n_normal[j]),
+                n_a=int(primary.n_abnormal[j]),
+                threshold=threshold,
+                primary_delta=float(primary.delta[j]),
+                mde=float(max(mde[j], threshold)) if np.isfinite(mde[j]) else math.nan,
+            )
+        )
+    return out
+
+
+def _verdict(f: _FunctionStats, alpha: float) -> Verdict:
+    if f.n_n < 2 or f.n_a < 2 or not np.isfinite(f.primary_delta):
+        return "insufficient data"
+    big = abs(f.primary_delta) > f.threshold
+    # constant on both sides: the change is exact, no test needed
+    significant = f.constant_primary or bool(np.isfinite(f.q) and f.q < alpha)
+    if significant and big:
+        return "slower" if f.primary_delta > 0 else "faster"
+    return "no change"
+
+
+def _metric_stats(
+    units: tuple[SideUnits, SideUnits], group: tuple[int, str], common: list[str]
+) -> pd.DataFrame:
+    """μ statistics for every (function, metric) of the group's common functions."""
+    mus = [group_rows(u.mu, group) for u in units]
+    wanted = set(common)
+    keys: list[tuple[str, str]] = sorted(
+        {(str(k[0]), str(k[1])) for m in mus for k in m.columns if k[0] in wanted}
+    )
+    if not keys:
+        return pd.DataFrame()
+    x = mus[0].reindex(columns=pd.MultiIndex.from_tuples(keys)).to_numpy(dtype=np.float64)
+    y = mus[1].reindex(columns=pd.MultiIndex.from_tuples(keys)).to_numpy(dtype=np.float64)
+    w = welch(x, y)
+    w_log = welch(log_values(x), log_values(y))
+    u = mann_whitney_p(x, y)
+    return pd.DataFrame(
+        {
+            C.PID: group[0],
+            C.DEVICE: group[1],
+            C.FUNCTION: [k[0] for k in keys],
+            C.METRIC: [k[1] for k in keys],
+            "mu_n": w.mean_normal,
+            "mu_a": w.mean_abnormal,
+            "z_mu": w.z,
+            "z_log_mu": w_log.z,
+            "d_log_mu": w_log.delta,
+            "p_mu": w.p,
+            "u_p_mu": u,
+            "mu_constant": w.constant,
+        }
+    )
+
+
+def _metric_rows(
+    fstats: list[_FunctionStats], metrics: pd.DataFrame, comparable: bool
+) -> list[MetricRow]:
+    by_fn: dict[tuple[int, str, str], list[dict[str, object]]] = {}
+    if not metrics.empty:
+        records: list[dict[str, object]] = [
+            {str(k): v for k, v in r.items()} for r in metrics.to_dict("records")
+        ]
+        for rec in records:
+            key = (int(str(rec[C.PID])), str(rec[C.DEVICE]), str(rec[C.FUNCTION]))
+            by_fn.setdefault(key, []).append(rec)
+    nan = math.nan
+    rows = []
+    for f in fstats:
+        empty: list[dict[str, object]] = [{C.METRIC: ""}]
+        recs = by_fn.get((f.pid, f.device, f.function)) or empty
+        for rec in recs:
+            z_log = _f(rec.get("z_log_mu", nan))
+            z_beta = f.z_beta
+            score = abs(f.beta_a - f.beta_n) * (_abs0(z_beta) + _abs0(z_log))
+            mu_n, mu_a = _f(rec.get("mu_n", nan)), _f(rec.get("mu_a", nan))
+            rows.append(
+                MetricRow(
+                    function=f.function,
+                    func_type=f.func_type,
+                    metric=str(rec[C.METRIC]),
+                    device=f.device,
+                    pid=f.pid,
+                    beta_normal=f.beta_n,
+                    beta_abnormal=f.beta_a,
+                    delta_beta=f.beta_a - f.beta_n,
+                    z_beta=z_beta,
+                    p_beta=f.p_beta,
+                    u_p_beta=f.u_p_beta,
+                    mu_normal=mu_n,
+                    mu_abnormal=mu_a,
+                    delta_mu=mu_a - mu_n,
+                    z_mu=_f(rec.get("z_mu", nan)),
+                    z_log_mu=z_log,
+                    p_mu=_f(rec.get("p_mu", nan)),
+                    u_p_mu=_f(rec.get("u_p_mu", nan)),
+                    suspicion=score,
+                    q_value=f.q,
+                    time_ms_normal=f.time_n if comparable else nan,
+                    time_ms_abnormal=f.time_a if comparable else nan,
+                    time_delta_ms=f.time_a - f.time_n if comparable else nan,
+                    time_ci_low_ms=f.time_ci[0] if comparable else nan,
+                    time_ci_high_ms=f.time_ci[1] if comparable else nan,
+                    verdict=f.verdict,
+                    n_normal=f.n_n,
+                    n_abnormal=f.n_a,
+                    p_time=f.p_time if comparable else nan,
+                )
+            )
+    return rows
+
+
+def _f(value: object) -> float:
+    return float(value) if isinstance(value, (int, float, np.floating, np.integer)) else math.nan
+
+
+def _abs0(value: float) -> float:
+    return abs(value) if np.isfinite(value) else 0.0
+
+
+def _primary_change(row: MetricRow) -> float:
+    return row.time_delta_ms if np.isfinite(row.time_delta_ms) else row.delta_beta
+
+
+def _findings(rows: list[MetricRow], opts: CompareOptions) -> list[Finding]:
+    """One finding per changed function, largest change first, with its μ moves."""
+    first: dict[tuple[int | None, str, str], MetricRow] = {}
+    by_fn: dict[tuple[int | None, str, str], list[MetricRow]] = {}
+    for row in rows:
+        key = (row.pid, row.device, row.function)
+        by_fn.setdefault(key, []).append(row)
+        if row.verdict in CHANGE:
+            first.setdefault(key, row)
+    q_mu = bh_qvalues(np.asarray([r.p_mu for r in rows], dtype=np.float64))
+    q_of = {id(r): float(q) for r, q in zip(rows, q_mu, strict=True)}
+    ordered = sorted(
+        first.items(), key=lambda kv: (-abs(_primary_change(kv[1])), kv[0][2], kv[0][1])
+    )
+    findings = []
+    for key, row in ordered[: max(0, opts.top)]:
+        moves = [m for m in by_fn[key] if _moved(m, q_of[id(m)], opts.alpha)]
+        moves.sort(key=lambda m: (-abs(_log_change(m)), m.metric))
+        findings.append(
+            Finding(
+                function=row.function,
+                device=row.device,
+                pid=row.pid,
+                verdict=row.verdict,
+                beta_normal=row.beta_normal,
+                beta_abnormal=row.beta_abnormal,
+                delta_beta=row.delta_beta,
+                time_ms_normal=row.time_ms_normal,
+                time_ms_abnormal=row.time_ms_abnormal,
+                time_delta_ms=row.time_delta_ms,
+                time_ci_low_ms=row.time_ci_low_ms,
+                time_ci_high_ms=row.time_ci_high_ms,
+                p_value=row.p_time if np.isfinite(row.time_delta_ms) else row.p_beta,
+                q_value=row.q_value,
+                metric_moves=tuple(
+                    MetricMove(m.metric, m.mu_normal, m.mu_abnormal, m.p_mu) for m in moves
+                ),
+            )
+        )
+    return findings
+
+
+def _log_change(row: MetricRow) -> float:
+    a, b = log_values(np.asarray([row.mu_normal, row.mu_abnormal]))
+    return float(b - a)
+
+
+def _moved(row: MetricRow, q_mu: float, alpha: float) -> bool:
+    """A metric moved with a finding: significant (or exact) and not negligibly small."""
+    if not row.metric or not np.isfinite(row.delta_mu):
+        return False
+    base = max(abs(row.mu_normal), abs(row.mu_abnormal), 1e-12)
+    if abs(row.delta_mu) / base < MIN_METRIC_MOVE_REL:
+        return False
+    if np.isfinite(q_mu):
+        return q_mu < alpha
+    return not np.isfinite(row.p_mu) and row.n_normal >= 2 and row.n_abnormal >= 2
+
+
+def _rank(rows: list[MetricRow], findings: list[Finding]) -> list[MetricRow]:
+    """Findings first (in key-finding order), then every other row by suspicion score."""
+    order = {(f.pid, f.device, f.function): i for i, f in enumerate(findings)}
+    changed = {
+        (r.pid, r.device, r.function): abs(_primary_change(r)) for r in rows if r.verdict in CHANGE
+    }
+
+    def key(r: MetricRow) -> tuple[int, float, float, float, str, str, str]:
+        fk = (r.pid, r.device, r.function)
+        group = 0 if fk in order else (1 if fk in changed else 2)
+        return (
+            group,
+            order.get(fk, 0) if group == 0 else -changed.get(fk, 0.0),
+            -_abs0(r.suspicion),
+            -_abs0(r.z_log_mu),
+            r.function,
+            r.device,
+            r.metric,
+        )
+
+    return sorted(rows, key=key)
+
+
+def _report_mde(
+    fstats: list[_FunctionStats],
+    comparable: bool,
+    cycle_ms_by_pid: pd.Series,
+    opts: CompareOptions,
+) -> float:
+    """The largest MDE among kernels taking >= 1 % of the cycle, in % of cycle time."""
+    candidates = [
+        f for f in fstats if f.func_type in C.KERNEL_TYPES and max(f.beta_n, f.beta_a) >= 1.0
+    ] or fstats
+    values = []
+    for f in candidates:
+        if not np.isfinite(f.mde):
+            continue
+        if comparable:
+            cycle_ms = float(cycle_ms_by_pid.get(f.pid, math.nan))
+            values.append(100.0 * f.mde / cycle_ms)
+        else:
+            values.append(f.mde)
+    return float(max(values)) if values else math.nan

@@ -1,0 +1,191 @@
+"""Side summaries, the cycle-time change (section 1), per-device summaries, comparability.
+
+Why separate from the per-function statistics: these are the report's header numbers, and each
+has its own rule: cycle times are compared only when both sides cut cycles at the same anchor;
+inputs from different GPU models or workloads are refused unless forced.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+
+import numpy as np
+import pandas as pd
+
+from perfdiff.analysis import columns as C
+from perfdiff.analysis.model import (
+    CompareOptions,
+    CycleTimeChange,
+    DeviceSummary,
+    SideSummary,
+    TestUnit,
+    Verdict,
+)
+from perfdiff.analysis.sides import SideMeta
+from perfdiff.analysis.stats import batch_labels, bh_qvalues, bootstrap_delta_ci, welch
+from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_of
+from perfdiff.errors import IncomparableRunsError
+
+
+def check_comparable(normal: SideMeta, abnormal: SideMeta, *, force: bool) -> None:
+    """Refuse different GPU models or workloads (one line naming both) unless ``force``."""
+    if force:
+        return
+    if normal.gpu_models and abnormal.gpu_models and normal.gpu_models != abnormal.gpu_models:
+        raise IncomparableRunsError(
+            f"{normal.source} ran on {', '.join(normal.gpu_models)} but {abnormal.source} on "
+            f"{', '.join(abnormal.gpu_models)}; compare runs from one GPU model, or pass --force"
+        )
+    if normal.workload and abnormal.workload and normal.workload != abnormal.workload:
+        raise IncomparableRunsError(
+            f"{normal.source} recorded workload {normal.workload!r} but {abnormal.source} "
+            f"{abnormal.workload!r}; compare runs of one workload, or pass --force"
+        )
+
+
+def cycles_comparable(normal: pd.DataFrame, abnormal: pd.DataFrame) -> bool:
+    """Cycles are comparable when both sides cut them at the same anchor(s)."""
+    return set(normal[C.ANCHOR]) == set(abnormal[C.ANCHOR])
+
+
+def cycle_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per measured cycle (run, pid, cycle), ordered by pid, run, cycle."""
+    return (
+        table[[C.RUN, C.PID, C.CYCLE, C.CYCLE_MS, C.ANCHOR]]
+        .drop_duplicates([C.RUN, C.PID, C.CYCLE])
+        .sort_values([C.PID, C.RUN, C.CYCLE], kind="stable")
+        .reset_index(drop=True)
+    )
+
+
+def side_summary(table: pd.DataFrame, meta: SideMeta, label: str) -> SideSummary:
+    """Section 1-2 numbers of one side."""
+    cycles = cycle_frame(table)
+    ms = cycles[C.CYCLE_MS].to_numpy(dtype=np.float64)
+    return SideSummary(
+        label=label,
+        source=meta.source,
+        n_runs=int(cycles[C.RUN].nunique()),
+        n_cycles=int(ms.shape[0]),
+        cycle_ms_mean=float(ms.mean()) if ms.size else math.nan,
+        cycle_ms_median=float(np.median(ms)) if ms.size else math.nan,
+        cycle_ms_desc=tuple(float(v) for v in np.sort(ms)[::-1]),
+        cycle_definition=", ".join(sorted(set(cycles[C.ANCHOR]))),
+        workload=meta.workload,
+        environment=meta.environment,
+    )
+
+
+def cycle_units(table: pd.DataFrame, unit: TestUnit, n_batches: int) -> np.ndarray:
+    """Cycle durations reduced to the test's units (run means, batch means or raw cycles)."""
+    cycles = cycle_frame(table)
+    ms = cycles[C.CYCLE_MS]
+    if unit == "cycles":
+        return ms.to_numpy(dtype=np.float64)
+    labels = cycles[C.RUN] if unit == "runs" else batch_labels(len(cycles), n_batches)
+    return ms.groupby(np.asarray(labels)).mean().to_numpy(dtype=np.float64)
+
+
+def cycle_time_change(
+    tables: tuple[pd.DataFrame, pd.DataFrame],
+    unit: TestUnit,
+    opts: CompareOptions,
+    comparable: bool,
+    *,
+    p_value: float | None = None,
+) -> CycleTimeChange:
+    """Change of mean cycle time with a 95 % bootstrap interval (NaN when not comparable)."""
+    nan = math.nan
+    if not comparable:
+        return CycleTimeChange(False, nan, nan, nan, nan, nan, "insufficient data")
+    means = [float(cycle_frame(t)[C.CYCLE_MS].mean()) for t in tables]
+    x, y = (cycle_units(t, unit, opts.n_batches) for t in tables)
+    w = welch(x[:, None], y[:, None])
+    low, high = bootstrap_delta_ci(
+        x[:, None],
+        y[:, None],
+        resamples=opts.bootstrap_resamples,
+        rng=np.random.default_rng([opts.seed, zlib.crc32(b"cycle time")]),
+    )
+    delta = means[1] - means[0]
+    pct = 100.0 * delta / means[0] if means[0] else nan
+    p = float(w.p[0]) if p_value is None else p_value
+    verdict: Verdict
+    if x.size < 2 or y.size < 2:
+        verdict = "insufficient data"
+    elif (np.isfinite(p) and p < opts.alpha) or bool(w.constant[0]):
+        verdict = (
+            ("slower" if delta > 0 else "faster")
+            if abs(pct) > opts.practical_threshold_pct
+            else "no change"
+        )
+    else:
+        verdict = "no change"
+    return CycleTimeChange(
+        comparable=True,
+        delta_ms=delta,
+        delta_pct=pct,
+        ci_low_pct=100.0 * float(low[0]) / means[0],
+        ci_high_pct=100.0 * float(high[0]) / means[0],
+        p_value=p,
+        verdict=verdict,
+    )
+
+
+def device_summaries(
+    units: tuple[SideUnits, SideUnits],
+    opts: CompareOptions,
+    comparable: bool,
+    cycle_ms_by_pid: pd.Series,
+) -> list[DeviceSummary]:
+    """Kernel-busy time per cycle of each (pid, device): which GPU departs from the others."""
+    busy: list[list[pd.Series]] = [[], []]
+    groups = []
+    for g in sorted(set(groups_of(units[0].time_ms)) & set(groups_of(units[1].time_ms))):
+        sides = []
+        for u in units:
+            frame = group_rows(u.time_ms, g)
+            kinds = group_types(u.func_type, g)
+            kernel_cols = [c for c in frame.columns if kinds.get(str(c), "") in C.KERNEL_TYPES]
+            sides.append(frame[kernel_cols].sum(axis=1))
+        if float(sides[0].sum()) > 0 or float(sides[1].sum()) > 0:
+            groups.append(g)
+            busy[0].append(sides[0])
+            busy[1].append(sides[1])
+    results = []
+    ps = []
+    for i, g in enumerate(groups):
+        x = busy[0][i].to_numpy(dtype=np.float64)
+        y = busy[1][i].to_numpy(dtype=np.float64)
+        w = welch(x[:, None], y[:, None])
+        results.append((g, w))
+        ps.append(float(w.p[0]))
+    qs = bh_qvalues(np.asarray(ps, dtype=np.float64))
+    out = []
+    for (g, w), q in zip(results, qs, strict=True):
+        m_n, m_a = float(w.mean_normal[0]), float(w.mean_abnormal[0])
+        delta = m_a - m_n
+        threshold = (
+            opts.practical_threshold_pct / 100.0 * float(cycle_ms_by_pid.get(g[0], math.nan))
+        )
+        verdict: Verdict
+        if not comparable or w.n_normal[0] < 2 or w.n_abnormal[0] < 2:
+            verdict = "insufficient data"
+        elif ((np.isfinite(q) and q < opts.alpha) or bool(w.constant[0])) and abs(
+            delta
+        ) > threshold:
+            verdict = "slower" if delta > 0 else "faster"
+        else:
+            verdict = "no change"
+        out.append(
+            DeviceSummary(
+                device=str(g[1]),
+                pid=g[0],
+                busy_ms_normal=m_n,
+                busy_ms_abnormal=m_a,
+                delta_pct=100.0 * delta / m_n if m_n else math.nan,
+                verdict=verdict,
+            )
+        )
+    return out
