@@ -22,6 +22,7 @@ P_FLOOR = 0.001  # p and q below this print as "<0.001"
 MS_DECIMALS = 3  # times in milliseconds: microsecond resolution
 PCT_DECIMALS = 2  # shares and relative changes, %
 STAT_DECIMALS = 2  # z-scores, metric means, suspicion scores
+SMALL_MU_DECIMALS = 4  # metric means below 0.1 (fractions, tiny utilisations)
 
 
 def fmt_num(value: float, decimals: int = STAT_DECIMALS, *, signed: bool = False) -> str:
@@ -37,6 +38,12 @@ def fmt_num(value: float, decimals: int = STAT_DECIMALS, *, signed: bool = False
     if signed and rounded > 0:
         text = "+" + text
     return text
+
+
+def fmt_mu(value: float, *, signed: bool = False) -> str:
+    """A metric mean (μ): two decimals, four below 0.1 so small utilisations do not print 0.00."""
+    small = not math.isnan(value) and 0 < abs(value) < 0.1
+    return fmt_num(value, SMALL_MU_DECIMALS if small else STAT_DECIMALS, signed=signed)
 
 
 def fmt_ms(value: float, *, signed: bool = False) -> str:
@@ -115,8 +122,21 @@ def _one_line(text: str) -> str:
 
 
 def md_cell(text: str) -> str:
-    """Text that renders literally inside a GFM table cell (cannot open a column or a span)."""
-    return "".join(_CELL_ESCAPES.get(ch, ch) for ch in _one_line(text))
+    """Text that renders literally inside a GFM table cell (cannot open a column or a span).
+
+    An ``_`` between two letters or digits cannot open or close emphasis (CommonMark forbids
+    intraword ``_`` emphasis), so it is left alone: ``gpu_frequency`` stays readable raw.
+    """
+    text = _one_line(text)
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and (
+            text[i + 1].isalnum()
+        ):
+            out.append(ch)
+        else:
+            out.append(_CELL_ESCAPES.get(ch, ch))
+    return "".join(out)
 
 
 def md_code(text: str) -> str:

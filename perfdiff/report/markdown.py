@@ -24,6 +24,7 @@ from perfdiff.report.format import (
     fmt_int,
     fmt_interval,
     fmt_ms,
+    fmt_mu,
     fmt_num,
     fmt_p,
     fmt_pct,
@@ -275,7 +276,7 @@ def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
         for move in finding.metric_moves:
             lines.append(
                 f"    - **{md_code(move.metric)}**: {_moved(move.mu_normal, move.mu_abnormal)} "
-                f"from {fmt_num(move.mu_normal)} to {fmt_num(move.mu_abnormal)} "
+                f"from {fmt_mu(move.mu_normal)} to {fmt_mu(move.mu_abnormal)} "
                 f"({_p_text(move.p_value)})."
             )
     else:
@@ -333,7 +334,7 @@ def _row_cells(row: MetricRow, comparison: Comparison) -> list[str]:
         fmt_num(row.beta_normal), fmt_num(row.beta_abnormal),
         fmt_num(row.delta_beta, signed=True),
         fmt_num(row.z_beta), fmt_p(row.p_beta), fmt_p(row.u_p_beta),
-        fmt_num(row.mu_normal), fmt_num(row.mu_abnormal), fmt_num(row.delta_mu, signed=True),
+        fmt_mu(row.mu_normal), fmt_mu(row.mu_abnormal), fmt_mu(row.delta_mu, signed=True),
         fmt_num(row.z_mu), fmt_num(row.z_log_mu), fmt_p(row.p_mu), fmt_p(row.u_p_mu),
     ]
     if not comparison.options.seed_compatible:
@@ -443,7 +444,8 @@ def _legend_section(comparison: Comparison) -> str:
         f"{fmt_pct(opts.practical_threshold_pct)} of cycle time; minimum detectable change "
         f"(MDE) = {fmt_pct(mde) if mde == mde else NA} of cycle time; "
         f"{fmt_int(opts.bootstrap_resamples)} bootstrap resamples, seed {opts.seed}.",
-        "- **Numbers**: thousands separators and fixed decimals (ms: 3, %: 2, others: 2); "
+        "- **Numbers**: thousands separators and fixed decimals (ms: 3, %: 2, μ: 2, or 4 "
+        "below 0.1; others: 2); "
         "p and q below 0.001 print as `<0.001`; `n/a` = not defined.",
         f"- **Exit codes** of `perfdiff compare`: {ExitCode.OK} report written; "
         f"{ExitCode.REGRESSION} regression above `--fail-on-regression`; {ExitCode.USAGE} bad "

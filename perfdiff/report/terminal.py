@@ -19,6 +19,7 @@ from perfdiff.report.format import (
     fmt_int,
     fmt_interval,
     fmt_ms,
+    fmt_mu,
     fmt_num,
     fmt_p,
     fmt_pct,
@@ -84,8 +85,8 @@ def _findings(comparison: Comparison, console: Console) -> None:
             f"q {fmt_p(f.q_value)}"
         )
         for m in f.metric_moves:
-            console.print(f"    {escape(m.metric)}: {fmt_num(m.mu_normal)} → "
-                          f"{fmt_num(m.mu_abnormal)} (p {fmt_p(m.p_value)})")
+            console.print(f"    {escape(m.metric)}: {fmt_mu(m.mu_normal)} → "
+                          f"{fmt_mu(m.mu_abnormal)} (p {fmt_p(m.p_value)})")
 
 
 def _rows(comparison: Comparison, console: Console) -> None:
@@ -97,6 +98,6 @@ def _rows(comparison: Comparison, console: Console) -> None:
     for r in comparison.rows[:TERMINAL_ROWS]:
         table.add_row(escape(display_name(r.function, 60)), escape(r.metric or "-"),
                       escape(r.device), fmt_num(r.delta_beta, signed=True),
-                      f"{fmt_num(r.mu_normal)} → {fmt_num(r.mu_abnormal)}", fmt_p(r.q_value),
+                      f"{fmt_mu(r.mu_normal)} → {fmt_mu(r.mu_abnormal)}", fmt_p(r.q_value),
                       fmt_ms(r.time_delta_ms, signed=True), _verdict(r.verdict))
     console.print(table)

@@ -1,0 +1,98 @@
+"""Golden markdown reports: real inputs -> the full report, pinned byte for byte.
+
+Regenerate with ``pytest tests/golden --update-golden`` and review ``git diff tests/golden``.
+The expected files are our outputs (not copies of the input data). Inputs:
+- the LatencyPrism SGLang incidents under /work/shared/latencyprism (skipped when absent);
+- the GPU fixtures under fixtures/ recorded by ``perfdiff collect`` (skipped until they exist).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from perfdiff.analysis.model import CompareOptions, Comparison
+from perfdiff.cli.compare import build_comparison
+from perfdiff.report.markdown import render_markdown
+
+GOLDEN = Path(__file__).parent
+REPO = GOLDEN.parents[1]
+LATENCYPRISM = Path(os.environ.get("PERFDIFF_LATENCYPRISM", "/work/shared/latencyprism"))
+SEED_REPORT = Path(os.environ.get("PERFDIFF_SEEDS", "/work/shared/seeds")) / (
+    "strict-comparison-report.md"
+)
+FIXTURE_PAIRS = {
+    "gpt-infer": ("gpt-infer-normal.json.gz", "gpt-infer-contended.json.gz"),
+    "train-step": ("train-step-normal.json.gz", "train-step-abnormal.json.gz"),
+}
+
+
+def _portable(comparison: Comparison, root: Path) -> Comparison:
+    """Sources relative to the data root, so the golden file does not depend on where it is."""
+    def rel(source: str) -> str:
+        path = Path(source)
+        return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
+
+    return replace(
+        comparison,
+        normal=replace(comparison.normal, source=rel(comparison.normal.source)),
+        abnormal=replace(comparison.abnormal, source=rel(comparison.abnormal.source)),
+    )
+
+
+def check_golden(text: str, name: str, update: bool) -> None:
+    path = GOLDEN / name
+    if update:
+        path.write_text(text, encoding="utf-8")
+        return
+    if not path.exists():
+        pytest.fail(f"{path} missing: run pytest tests/golden --update-golden and review it")
+    expected = path.read_text(encoding="utf-8")
+    assert text == expected, f"{name} differs: rerun with --update-golden and review the diff"
+
+
+def _latencyprism(scenario: str, seed_compatible: bool) -> Comparison:
+    folder = LATENCYPRISM / "sglang" / scenario
+    if not folder.is_dir():
+        pytest.skip(f"LatencyPrism data not found at {folder}")
+    options = CompareOptions(seed_compatible=seed_compatible)
+    comparison = build_comparison(folder / "normal_perf_data", folder / "abnormal_perf_data",
+                                  options)
+    return _portable(comparison, LATENCYPRISM)
+
+
+@pytest.mark.parametrize("seed_compatible", [False, True], ids=["default", "seed-compatible"])
+def test_latencyprism_gpu_instability(seed_compatible: bool, update_golden: bool) -> None:
+    comparison = _latencyprism("gpu_instability", seed_compatible)
+    mode = "seed" if seed_compatible else "default"
+    check_golden(render_markdown(comparison), f"latencyprism-gpu_instability-{mode}.md",
+                 update_golden)
+
+
+def test_seed_compatible_sections_1_and_2_reproduce_the_seed() -> None:
+    """Issue 3 acceptance: sections 1 and 2 equal LatencyPrism's report character for character."""
+    if not SEED_REPORT.exists():
+        pytest.skip(f"seed report not found at {SEED_REPORT}")
+    comparison = _latencyprism("gpu_instability", seed_compatible=True)
+    ours = render_markdown(comparison)
+    seed = SEED_REPORT.read_text(encoding="utf-8").replace("\r\n", "\n")
+
+    def sections_1_2(text: str) -> str:
+        start = text.index("## 1. High-Level Performance Summary")
+        end = text.index("## 3. In-depth Core Metric Comparison")
+        return text[start:end].strip()
+
+    assert sections_1_2(ours) == sections_1_2(seed)
+
+
+@pytest.mark.parametrize("workload", sorted(FIXTURE_PAIRS))
+def test_gpu_fixture_reports(workload: str, update_golden: bool) -> None:
+    normal_name, abnormal_name = FIXTURE_PAIRS[workload]
+    normal, abnormal = REPO / "fixtures" / normal_name, REPO / "fixtures" / abnormal_name
+    if not (normal.exists() and abnormal.exists()):
+        pytest.skip(f"GPU fixtures {normal_name} / {abnormal_name} not recorded yet")
+    comparison = _portable(build_comparison(normal, abnormal, CompareOptions()), REPO)
+    check_golden(render_markdown(comparison), f"fixtures-{workload}.md", update_golden)
