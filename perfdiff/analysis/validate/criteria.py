@@ -186,6 +186,19 @@ def cycle_changes(trials: Iterable[TrialDigest]) -> Rate:
     return Rate(hits, n)
 
 
+def cycle_changes_beyond_twin(shifted: Sequence[TrialDigest], twins: Sequence[TrialDigest]) -> Rate:
+    """Shifted trials called a cycle-time change while their A/A twin (same draw, no shift) was
+    not: the changes the shift itself caused. A shift keeps every cycle's duration exactly, so
+    a cycle-time test that reads only cycle durations can never be moved by it; a non-zero count
+    means the cycle-time verdict is built from something else (shares, per-function sums)."""
+    hits = 0
+    for shift, twin in zip(shifted, twins, strict=True):
+        hits += int(
+            shift.cycle_verdict in CHANGE_VERDICTS and shift.cycle_verdict != twin.cycle_verdict
+        )
+    return Rate(hits, len(shifted))
+
+
 def mde_power(trials: Sequence[MdeTrial], target: str) -> Rate:
     """Power at the printed MDE: injected trials (with a finite MDE) flagged "slower"."""
     return detected([t.injected for t in trials if math.isfinite(t.slowdown_pct)], target)

@@ -85,7 +85,7 @@ class Scenario:
     tail_prob: float = 0.02  # probability that a cycle stalls
     tail_scale_pct: float = 10.0  # scale of a stall, % of the cycle (Pareto, shape 2.5)
     warmup_cycles: float = 3.0  # e-folding length of the warm-up transient, cycles
-    warmup_excess_pct: float = 30.0  # excess duration of the very first cycle
+    warmup_excess_pct: float = 10.0  # excess duration of the first measured cycle
     clock_drop_prob: float = 0.1  # share of cycles whose GPU clock is below maximum
     tick_ms: float = 0.001  # timer resolution: every duration is a multiple of it
     metrics: tuple[str, ...] = (CLOCK_METRIC, DRAM_METRIC)  # metric rows per kernel ("" if none)
