@@ -29,7 +29,7 @@ from perfdiff.analysis.validate.trials import RowDigest, TrialDigest
 def _row(
     function: str, verdict: str = "no change", p: float = 0.5, ci: tuple[float, float] = (-1, 1)
 ) -> RowDigest:
-    return RowDigest(function, "", verdict, p, math.nan, p, 0.0, ci[0], ci[1])
+    return RowDigest(function, "", verdict, p, p, math.nan, p, 0.0, ci[0], ci[1])
 
 
 def _trial(*rows: RowDigest, cycle: str = "no change", top: str = "") -> TrialDigest:
@@ -59,7 +59,7 @@ def test_row_false_positives_counts_per_row_and_skips_nan() -> None:
         _trial(_row("a", p=0.01), _row("b", p=0.5), _row("c", p=math.nan)),
         _trial(_row("a", p=0.04), _row("b", p=0.06), _row("c", p=math.nan)),
     ]
-    fp = row_false_positives(trials, 0.05, "p_beta")
+    fp = row_false_positives(trials, 0.05, "p_time")
     assert fp.rejections == {("a", ""): 2, ("b", ""): 0}
     assert fp.tested == {("a", ""): 2, ("b", ""): 2}
     assert fp.pooled == Rate(2, 4)

@@ -35,6 +35,7 @@ _SET_FIELDS = {
     "device",
     "pid",
     "p_beta",
+    "p_time",
     "suspicion",
     "q_value",
     "time_delta_ms",
@@ -105,6 +106,7 @@ def textbook_compare(
                 device="GPU 0",
                 pid=0,
                 p_beta=p,
+                p_time=p,
                 suspicion=abs(delta),
                 q_value=float(qv),
                 time_delta_ms=delta,
@@ -145,7 +147,7 @@ def _run(cell: Cell, n: int, inflate: float = 1.0) -> float:
         base_seed=1,
         compare=lambda a, b, o: textbook_compare(a, b, o, inflate=inflate),
     )
-    return row_false_positives(results[0].aa, 0.05, "p_beta").pooled.value
+    return row_false_positives(results[0].aa, 0.05, "p_time").pooled.value
 
 
 def test_harness_finds_the_textbook_method_calibrated_on_independent_runs() -> None:

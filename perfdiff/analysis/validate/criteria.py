@@ -58,8 +58,11 @@ def chance_outside_band(n: int, alpha: float) -> float:
     return float(1.0 - inside)
 
 
-def _row_key(row: RowDigest) -> tuple[str, str]:
-    return (row.function, row.metric)
+FUNCTION_LEVEL = frozenset({"p_time", "p_beta"})  # tests of a function, repeated on its metric rows
+
+
+def _row_key(row: RowDigest, column: str) -> tuple[str, str]:
+    return (row.function, "") if column in FUNCTION_LEVEL else (row.function, row.metric)
 
 
 @dataclass(frozen=True)
@@ -106,11 +109,11 @@ def row_false_positives(
     rejections: dict[tuple[str, str], int] = defaultdict(int)
     tested: dict[tuple[str, str], int] = defaultdict(int)
     for trial in trials:
-        for row in trial.rows:
-            p = float(getattr(row, column))
+        p_of = {_row_key(row, column): float(getattr(row, column)) for row in trial.rows}
+        for key, p in p_of.items():
             if math.isfinite(p):
-                tested[_row_key(row)] += 1
-                rejections[_row_key(row)] += int(p < alpha)
+                tested[key] += 1
+                rejections[key] += int(p < alpha)
     return RowFalsePositives(len(trials), alpha, dict(rejections), dict(tested))
 
 

@@ -8,7 +8,6 @@ reproduced alone.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,9 +35,9 @@ def production_compare(
 ) -> Comparison:
     """``compare_tables`` exactly as ``perfdiff compare`` calls it (imported late: the harness
     must load even while the statistics module is being written)."""
-    module = importlib.import_module("perfdiff.analysis.comparison")
-    result: Comparison = module.compare_tables(normal, abnormal, options)
-    return result
+    from perfdiff.analysis.comparison import compare_tables
+
+    return compare_tables(normal, abnormal, options)
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,7 @@ class RowDigest:
     function: str
     metric: str
     verdict: str
+    p_time: float  # Welch on time per cycle: the test behind q_value and the verdict
     p_beta: float
     p_mu: float
     q_value: float
@@ -69,8 +69,14 @@ class TrialDigest:
     test_unit: str
 
     def changed_rows(self) -> tuple[RowDigest, ...]:
-        """Rows with a "slower" or "faster" verdict: what the report calls a change."""
-        return tuple(row for row in self.rows if row.verdict in CHANGE_VERDICTS)
+        """One row per function with a "slower" or "faster" verdict: what the report calls a
+        change. (A verdict is the function's: its metric rows repeat it, and counting them
+        would weigh a discovery by how many metrics the function happens to have.)"""
+        seen: dict[str, RowDigest] = {}
+        for row in self.rows:
+            if row.verdict in CHANGE_VERDICTS:
+                seen.setdefault(row.function, row)
+        return tuple(seen.values())
 
 
 def digest(comparison: Comparison) -> TrialDigest:
@@ -80,6 +86,7 @@ def digest(comparison: Comparison) -> TrialDigest:
             function=row.function,
             metric=row.metric,
             verdict=row.verdict,
+            p_time=row.p_time,
             p_beta=row.p_beta,
             p_mu=row.p_mu,
             q_value=row.q_value,
