@@ -75,7 +75,10 @@ def build_comparison(normal_path: Path, abnormal_path: Path, options: CompareOpt
     normal = load_side(normal_path)
     abnormal = load_side(abnormal_path)
     forced_notes = check_comparable(normal.meta, abnormal.meta, force=options.force)
-    result = compare_tables(normal.table, abnormal.table, options)
+    try:
+        result = compare_tables(normal.table, abnormal.table, options)
+    except InputError as exc:
+        raise InputError(_name_the_side(str(exc), normal_path, abnormal_path)) from exc
     notes = [*forced_notes, *normal.meta.warnings, *abnormal.meta.warnings, *result.notes]
     return replace(
         result,
@@ -83,6 +86,19 @@ def build_comparison(normal_path: Path, abnormal_path: Path, options: CompareOpt
         abnormal=_with_meta(result.abnormal, abnormal.meta, labels[1]),
         notes=_unique(notes),
     )
+
+
+def _name_the_side(message: str, normal_path: Path, abnormal_path: Path) -> str:
+    """The statistics see tables, not files: put the input's path where they say "<table>"."""
+    if not message.startswith("<table>"):
+        return message
+    if "abnormal side" in message:
+        where = str(abnormal_path)
+    elif "normal side" in message:
+        where = str(normal_path)
+    else:
+        where = f"{normal_path} vs {abnormal_path}"
+    return where + message[len("<table>"):]
 
 
 def _write_output(text: str, output: Path) -> None:

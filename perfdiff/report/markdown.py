@@ -72,7 +72,7 @@ def _side_line(side: SideSummary) -> str:
     return (
         f"- **{md_cell(side.label)}**: {md_code(side.source)} — workload "
         f"{md_code(side.workload)}, {fmt_int(side.n_runs)} {runs}, "
-        f"{fmt_int(side.n_cycles)} measured cycles, cycles cut at "
+        f"{_count(side.n_cycles, 'measured cycle')}, cycles cut at "
         f"{md_code(side.cycle_definition)}"
     )
 
@@ -116,7 +116,12 @@ def _summary_section(comparison: Comparison) -> str:
     ]
     out = ["## 1. High-Level Performance Summary", "",
            pipe_table(headers, rows, right=(1, 2, 3, 4)), ""]
-    if compared:
+    if compared and change.verdict == "insufficient data":
+        out.append(
+            "**Verdict: insufficient data.** A side has too few cycles or runs to test the "
+            f"change of mean cycle time ({fmt_pct(change.delta_pct, signed=True)} as measured)."
+        )
+    elif compared:
         out.append(
             f"**Verdict: {change.verdict}.** Mean cycle time changed by "
             f"{fmt_pct(change.delta_pct, signed=True)} (95 % interval "
