@@ -17,6 +17,7 @@ The method, in order (docs/explanation/statistics.md says why):
 from __future__ import annotations
 
 import math
+import warnings
 import zlib
 from dataclasses import dataclass
 
@@ -39,7 +40,6 @@ from perfdiff.analysis.sides import SideMeta
 from perfdiff.analysis.stats import (
     bh_qvalues,
     bootstrap_delta_ci,
-    log_values,
     mann_whitney_p,
     minimum_detectable,
     welch,
@@ -84,8 +84,12 @@ def compare_tables(
                 "record more cycles"
             )
     check_comparable(metas[0], metas[1], force=opts.force)
+    abnormal_aligned, pid_note = align_pids(tables[0], tables[1])
+    tables = (tables[0], abnormal_aligned)
     comparable = cycles_comparable(tables[0], tables[1])
     notes = list(_notes(tables, metas, comparable))
+    if pid_note:
+        notes.append(pid_note)
     if opts.seed_compatible:
         from perfdiff.analysis.seed_compat import seed_comparison
 
@@ -101,7 +105,7 @@ def compare_tables(
         tables[0].drop_duplicates([C.RUN, C.PID, C.CYCLE]).groupby(C.PID)[C.CYCLE_MS].mean()
     )
     rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid)
-    findings = _findings(rows, opts)
+    findings = _findings(rows, opts, comparable)
     rows = _rank(rows, findings)
     return Comparison(
         normal=side_summary(tables[0], metas[0], labels[0]),
@@ -115,6 +119,26 @@ def compare_tables(
         options=opts,
         mde_pct=mde_pct,
         notes=tuple(notes),
+    )
+
+
+def align_pids(normal: pd.DataFrame, abnormal: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """Match the abnormal side's processes to the normal side's when their pids differ.
+
+    Two recordings of one service rarely keep their pids; with the same number of processes on
+    each side they are matched in pid order (LatencyPrism's "cross comparison" does the same).
+    """
+    pids_n = sorted(set(normal[C.PID]))
+    pids_a = sorted(set(abnormal[C.PID]))
+    if pids_n == pids_a or len(pids_n) != len(pids_a):
+        return abnormal, ""
+    mapping = dict(zip(pids_a, pids_n, strict=True))
+    aligned = abnormal.copy()
+    aligned[C.PID] = aligned[C.PID].map(mapping).astype("int64")
+    pairs = ", ".join(f"{a} -> {n}" for a, n in mapping.items())
+    return (
+        aligned,
+        f"Process ids differ between the sides; abnormal matched to normal by order: {pairs}.",
     )
 
 
@@ -178,6 +202,8 @@ class _FunctionStats:
     n_a: int
     threshold: float  # practical threshold on the primary change (ms or ppt)
     primary_delta: float
+    size_n: float  # |mean| of the primary quantity on each side (ms or %)
+    size_a: float
     mde: float  # minimum detectable primary change (same unit as threshold)
     q: float = math.nan
     verdict: Verdict = "no change"
@@ -202,9 +228,14 @@ def _rows(
         block = _function_stats(units, group, common, opts, comparable, cycle_ms)
         fstats.extend(block)
         metric_blocks.append(_metric_stats(units, group, common))
-    q = bh_qvalues(np.asarray([f.p_primary for f in fstats], dtype=np.float64))
-    for f, qv in zip(fstats, q, strict=True):
+    # Tests that can never pass the practical threshold (|Δ| <= mean_n + mean_a <= threshold)
+    # are left out of the Benjamini-Hochberg family: they cannot yield a finding, and counting
+    # them would only dilute the power of the tests that can.
+    testable = [f for f in fstats if f.size_n + f.size_a > f.threshold]
+    q = bh_qvalues(np.asarray([f.p_primary for f in testable], dtype=np.float64))
+    for f, qv in zip(testable, q, strict=True):
         f.q = float(qv)
+    for f in fstats:
         f.verdict = _verdict(f, opts.alpha)
     metrics = pd.concat(metric_blocks, ignore_index=True) if metric_blocks else pd.DataFrame()
     rows = _metric_rows(fstats, metrics, comparable)
@@ -266,6 +297,8 @@ def _function_stats(
                 n_a=int(primary.n_abnormal[j]),
                 threshold=threshold,
                 primary_delta=float(primary.delta[j]),
+                size_n=abs(float(primary.mean_normal[j])),
+                size_a=abs(float(primary.mean_abnormal[j])),
                 mde=float(max(mde[j], threshold)) if np.isfinite(mde[j]) else math.nan,
             )
         )
@@ -297,7 +330,7 @@ def _metric_stats(
     x = mus[0].reindex(columns=pd.MultiIndex.from_tuples(keys)).to_numpy(dtype=np.float64)
     y = mus[1].reindex(columns=pd.MultiIndex.from_tuples(keys)).to_numpy(dtype=np.float64)
     w = welch(x, y)
-    w_log = welch(log_values(x), log_values(y))
+    w_log = welch(*relative_logs(x, y))
     u = mann_whitney_p(x, y)
     return pd.DataFrame(
         {
@@ -386,24 +419,39 @@ def _primary_change(row: MetricRow) -> float:
     return row.time_delta_ms if np.isfinite(row.time_delta_ms) else row.delta_beta
 
 
-def _findings(rows: list[MetricRow], opts: CompareOptions) -> list[Finding]:
-    """One finding per changed function, largest change first, with its μ moves."""
-    first: dict[tuple[int | None, str, str], MetricRow] = {}
+def _findings(rows: list[MetricRow], opts: CompareOptions, comparable: bool) -> list[Finding]:
+    """Key findings, each with the μ moves that went with it.
+
+    Comparable cycles: every function whose time changed, largest change first. Cycles cut
+    differently: time and even β are not comparable (β is a share of another kind of cycle), but
+    μ is (the metric while the function ran), so the findings are the functions whose metrics
+    moved, ranked by share x |relative μ change|.
+    """
     by_fn: dict[tuple[int | None, str, str], list[MetricRow]] = {}
     for row in rows:
-        key = (row.pid, row.device, row.function)
-        by_fn.setdefault(key, []).append(row)
-        if row.verdict in CHANGE:
-            first.setdefault(key, row)
+        by_fn.setdefault((row.pid, row.device, row.function), []).append(row)
     q_mu = bh_qvalues(np.asarray([r.p_mu for r in rows], dtype=np.float64))
     q_of = {id(r): float(q) for r, q in zip(rows, q_mu, strict=True)}
-    ordered = sorted(
-        first.items(), key=lambda kv: (-abs(_primary_change(kv[1])), kv[0][2], kv[0][1])
-    )
+    moves_of = {
+        key: sorted(
+            (m for m in fn_rows if _moved(m, q_of[id(m)], opts.alpha)),
+            key=lambda m: (-abs(_log_change(m)), m.metric),
+        )
+        for key, fn_rows in by_fn.items()
+    }
+    if comparable:
+        heads = {k: v[0] for k, v in by_fn.items() if v[0].verdict in CHANGE}
+        weight = {k: abs(_primary_change(r)) for k, r in heads.items()}
+    else:
+        heads = {k: v[0] for k, v in by_fn.items() if moves_of[k]}
+        weight = {
+            k: (r.beta_normal + r.beta_abnormal) / 200.0 * abs(_log_change(moves_of[k][0]))
+            for k, r in heads.items()
+        }
+    ordered = sorted(heads.items(), key=lambda kv: (-weight[kv[0]], kv[0][2], kv[0][1]))
     findings = []
     for key, row in ordered[: max(0, opts.top)]:
-        moves = [m for m in by_fn[key] if _moved(m, q_of[id(m)], opts.alpha)]
-        moves.sort(key=lambda m: (-abs(_log_change(m)), m.metric))
+        moves = moves_of[key]
         findings.append(
             Finding(
                 function=row.function,
@@ -429,8 +477,26 @@ def _findings(rows: list[MetricRow], opts: CompareOptions) -> list[Finding]:
 
 
 def _log_change(row: MetricRow) -> float:
-    a, b = log_values(np.asarray([row.mu_normal, row.mu_abnormal]))
-    return float(b - a)
+    """log(μ_abnormal / μ_normal), with a small offset so that 0 -> x stays finite."""
+    a, b = abs(row.mu_normal), abs(row.mu_abnormal)
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return 0.0
+    eps = 1e-3 * max(a, b, 1e-300)
+    return float(np.log((b + eps) / (a + eps)))
+
+
+def relative_logs(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log(μ + ε) per column, ε = 1 % of the column's median |μ| over both sides.
+
+    Why: Z(log μ) should measure a *relative* change whatever the unit (MHz, fractions, bytes);
+    log1p would be nearly linear for fractions and the offset keeps μ = 0 finite.
+    """
+    both = np.abs(np.concatenate((x, y), axis=0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        scale = np.nanmedian(both, axis=0)
+    eps = 0.01 * np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
+    return np.log(np.abs(x) + eps), np.log(np.abs(y) + eps)
 
 
 def _moved(row: MetricRow, q_mu: float, alpha: float) -> bool:
