@@ -4,7 +4,9 @@ Why a verdict and a size: a CI gate must not fail on noise, so only changes the 
 called *slower* (q below alpha and above the practical threshold) count, and only when they
 exceed the user's PCT. Sizes are in % of the normal side's mean cycle time, the same unit as the
 practical threshold, so a function's slowdown and the cycle's slowdown compare directly.
-A function that *appeared* counts with its whole time per cycle.
+A function that *appeared* counts with its whole time per cycle. When the two sides' cycles
+were cut differently, times per cycle do not compare: functions count by their change of share
+of cycle time (Δβ, percentage points) and neither the cycle time nor appeared functions count.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import math
 
 from perfdiff.analysis.model import Comparison
-from perfdiff.report.format import fmt_pct
+from perfdiff.report.format import fmt_pct, fmt_pp
 
 
 def _share_of_cycle(ms: float, comparison: Comparison) -> float:
@@ -33,10 +35,17 @@ def regressions(comparison: Comparison, threshold_pct: float) -> list[str]:
         if row.verdict != "slower" or key in seen:
             continue
         seen.add(key)
+        if not change.comparable:
+            if row.delta_beta > threshold_pct:
+                found.append(f"{row.function} on {row.device} share of cycle time "
+                             f"{fmt_pp(row.delta_beta)} (threshold {fmt_pct(threshold_pct)})")
+            continue
         share = _share_of_cycle(row.time_delta_ms, comparison)
         if share > threshold_pct:
             found.append(f"{row.function} on {row.device} {fmt_pct(share, signed=True)} of "
                          f"cycle time (threshold {fmt_pct(threshold_pct)})")
+    if not change.comparable:
+        return found
     for inv in comparison.inventory:
         share = _share_of_cycle(inv.time_ms_per_cycle, comparison)
         if inv.change == "appeared" and share > threshold_pct:
