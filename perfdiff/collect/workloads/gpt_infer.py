@@ -23,17 +23,22 @@ from perfdiff.markers import CycleMarker
 
 @dataclass(frozen=True)
 class GptInferParams(WorkloadParams):
-    """Model size and input shape (defaults: cycles of about 2 ms on an H100)."""
+    """Model size and input shape (defaults: GPU-bound cycles of a few ms on an H100/H200).
+
+    ``fail_after_cycles`` (default off) raises inside that cycle: it exists to test, on the
+    GPU, that a failing workload still leaves a valid incomplete run file.
+    """
 
     layers: int = 6
-    d_model: int = 768
-    heads: int = 12
+    d_model: int = 1024
+    heads: int = 16
     vocab: int = 8192
-    batch: int = 16
+    batch: int = 32
     seq_len: int = 256
     dtype: DTypeName = "fp16"
     attention: AttentionKind = "manual"
     seed: int = 0
+    fail_after_cycles: int = -1
 
 
 def import_torch_cuda() -> Any:
@@ -82,7 +87,16 @@ class GptInfer(Workload):
             return logits[:, -1, :].argmax(dim=-1).cpu()
 
     def run(self, marker: CycleMarker, plan: CyclePlan) -> None:
-        run_cycles(marker, plan, self._step)
+        p = self.params
+        assert isinstance(p, GptInferParams)
+        if p.fail_after_cycles < 0:
+            run_cycles(marker, plan, self._step)
+            return
+        for i in range(plan.warmup + plan.measured):
+            with marker.cycle("", warmup=i < plan.warmup):
+                self._step()
+                if i == p.fail_after_cycles:
+                    raise RuntimeError(f"fail_after_cycles={i} reached (test of partial files)")
 
     def teardown(self) -> None:
         self._model = None

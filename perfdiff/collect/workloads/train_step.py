@@ -32,10 +32,10 @@ class TrainStepParams(WorkloadParams):
     """Model size, input shape and training knobs."""
 
     layers: int = 6
-    d_model: int = 768
-    heads: int = 12
+    d_model: int = 1024
+    heads: int = 16
     vocab: int = 8192
-    batch: int = 8
+    batch: int = 16
     seq_len: int = 256
     dtype: DTypeName = "bf16"
     attention: AttentionKind = "manual"

@@ -1,0 +1,153 @@
+"""Overhead of perfdiff collection on gpt-infer: bare vs perfdiff (all sources) vs torch.profiler.
+
+Method: one driver process runs ROUNDS rounds; each round starts three child processes in
+turn (bare, perfdiff, torch.profiler), so slow drift of the machine (clocks, temperature)
+hits every mode alike. Every child times each cycle the same way, with
+``time.perf_counter_ns`` around the cycle on the host (a gpt-infer cycle ends with the
+next-token ids copied to the host, so it waits for its GPU work). Overhead of a mode is
+median(cycle time) / median(bare cycle time) - 1 over all measured cycles of all rounds;
+the per-round ratios are reported too.
+
+- bare: the workload alone.
+- perfdiff: ``run_collection`` with CUPTI activity (kernels, memcpy, memset, launch API
+  records), PM sampling (2 default metrics, 5 us) and NVML (10 ms): what
+  ``perfdiff collect`` runs.
+- torch.profiler: ``profile(activities=[CPU, CUDA])``, default options.
+
+Usage: python bench/overhead.py [--rounds 5] [--cycles 40] [--json OUT.json]
+       python bench/overhead.py --child MODE --cycles N   (one child, prints JSON)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+WARMUP = 5
+
+
+class TimingMarker:
+    """Wraps another marker; records each cycle's host duration in ns."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.durations: list[tuple[bool, int]] = []
+
+    @contextlib.contextmanager
+    def cycle(self, label: str = "", *, warmup: bool = False) -> Iterator[None]:
+        with self.inner.cycle(label, warmup=warmup):
+            t0 = time.perf_counter_ns()
+            yield
+            self.durations.append((warmup, time.perf_counter_ns() - t0))
+
+
+def child(mode: str, cycles: int) -> None:
+    from perfdiff.collect.workloads import get_workload_class
+    from perfdiff.collect.workloads.base import CyclePlan, Workload
+    from perfdiff.markers import CycleMarker, NullMarker
+
+    cls = get_workload_class("gpt-infer")
+    plan = CyclePlan(cycles, WARMUP)
+    timing = TimingMarker(NullMarker())
+
+    class Timed(Workload):
+        """The workload with a timing marker slipped between it and the collector."""
+
+        name = "gpt-infer"
+        summary = ""
+        params_class = cls.params_class
+
+        def __init__(self) -> None:
+            super().__init__(cls.params_class())
+            self.inner = cls(self.params)
+
+        def setup(self, device: str) -> None:
+            self.inner.setup(device)
+
+        def run(self, marker: CycleMarker, plan: CyclePlan) -> None:
+            timing.inner = marker
+            self.inner.run(timing, plan)
+
+    workload = Timed()
+    if mode == "perfdiff":
+        from perfdiff.collect.session import CollectSettings, run_collection
+        from perfdiff.collect.sources import open_sources
+
+        settings = CollectSettings()
+        opened = open_sources(settings)
+        outcome = run_collection(workload, plan, opened.sources, opened.environment, settings)
+        extra = {"kernels": int(outcome.run_file.runs[0].kernels.name_id.size),
+                 "sources": list(outcome.run_file.collection.sources),
+                 "warnings": list(outcome.run_file.collection.warnings)}
+    else:
+        workload.setup("cuda:0")
+        extra = {}
+        if mode == "bare":
+            workload.run(NullMarker(), plan)
+        else:
+            import torch
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+                workload.run(NullMarker(), plan)
+                torch.cuda.synchronize()
+    measured = [d for warm, d in timing.durations if not warm]
+    print(json.dumps({"mode": mode, "cycle_ns": measured, **extra}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", default=None)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cycles", type=int, default=40)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.cycles)
+        return
+    modes = ("bare", "perfdiff", "torch.profiler")
+    cycles: dict[str, list[int]] = {m: [] for m in modes}
+    rounds: list[dict[str, float]] = []
+    extra: dict[str, Any] = {}
+    for r in range(args.rounds):
+        medians = {}
+        for mode in modes:
+            out = subprocess.run([sys.executable, __file__, "--child", mode, "--cycles",
+                                  str(args.cycles)], check=True, capture_output=True, text=True)
+            result = json.loads(out.stdout.strip().splitlines()[-1])
+            cycles[mode] += result["cycle_ns"]
+            medians[mode] = float(np.median(result["cycle_ns"]))
+            if mode == "perfdiff":
+                extra = {k: v for k, v in result.items() if k not in ("mode", "cycle_ns")}
+        rounds.append({m: round(v / 1e6, 4) for m, v in medians.items()})
+        print(f"round {r}: " + ", ".join(f"{m} {v / 1e6:.3f} ms" for m, v in medians.items()),
+              flush=True)
+    bare = float(np.median(cycles["bare"]))
+    summary = {
+        "workload": "gpt-infer (defaults)", "rounds": args.rounds, "cycles_per_round": args.cycles,
+        "median_cycle_ms": {m: round(float(np.median(v)) / 1e6, 4) for m, v in cycles.items()},
+        "overhead_pct": {m: round(100 * (float(np.median(v)) / bare - 1), 2)
+                         for m, v in cycles.items() if m != "bare"},
+        "per_round_overhead_pct": {
+            m: [round(100 * (rd[m] / rd["bare"] - 1), 2) for rd in rounds]
+            for m in modes if m != "bare"
+        },
+        "per_round_median_ms": rounds,
+        "perfdiff_run": extra,
+    }
+    print(json.dumps(summary, indent=1))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(summary, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
