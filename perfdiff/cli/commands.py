@@ -5,5 +5,8 @@ Add one line per new command module; keep this file free of logic.
 
 from __future__ import annotations
 
-from perfdiff.cli import compare, kernels  # noqa: F401
-from perfdiff.cli import collect  # noqa: F401
+from perfdiff.cli import (  # noqa: F401
+    collect,
+    compare,
+    kernels,
+)
