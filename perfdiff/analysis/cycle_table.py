@@ -8,6 +8,8 @@ Why these choices:
   below 0): overlapping kernels on several streams must not count twice.
 - Memcpy (by direction) and memset are pseudo-functions, so a copy that grew is visible.
 - Warm-up cycles are dropped here, once, so no statistic can see them.
+- Replicate runs (same rank, new process) share one ``pid`` value so they pool as runs; ranks
+  of one job keep theirs.
 - Everything is grouped on integer ids (interned names) with numpy/pandas, never a Python loop
   per launch: a million launches build in about a second.
 """
@@ -27,7 +29,12 @@ def cycle_table(run_file: RunFile) -> pd.DataFrame:
     names = np.asarray(
         [s.demangled or s.mangled for s in run_file.strings] + [C.IDLE_FUNCTION], dtype=object
     )
-    parts = [_run_table(run, names) for run in run_file.runs]
+    # Replicate runs are separate processes (new pids) of the same role: a run's pid column is
+    # the pid of the first run with its rank, so replicates pool and ranks stay apart.
+    role_pid: dict[int | None, int] = {}
+    for run in run_file.runs:
+        role_pid.setdefault(run.rank, run.pid)
+    parts = [_run_table(run, names, role_pid[run.rank]) for run in run_file.runs]
     parts = [p for p in parts if len(p)]
     if not parts:
         return C.empty_cycle_table()
@@ -47,7 +54,7 @@ def _measured_cycles(run: Run) -> pd.DataFrame:
     )
 
 
-def _run_table(run: Run, names: np.ndarray) -> pd.DataFrame:
+def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
     cycles = _measured_cycles(run)
     if cycles.empty:
         return C.empty_cycle_table()
@@ -76,7 +83,9 @@ def _run_table(run: Run, names: np.ndarray) -> pd.DataFrame:
         _transfer_rows(run.memset, cycles, prefix="", func_type="memset"),
     ]
     base = pd.concat([per_fn, idle], ignore_index=True)
-    base[C.FUNCTION] = names[base["fid"].to_numpy()]
+    if base.empty and not any(len(t) for t in transfers):
+        return C.empty_cycle_table()  # nothing ran on any device in the measured cycles
+    base[C.FUNCTION] = names[base["fid"].to_numpy(dtype=np.int64)]
     base = pd.concat([base, *[t for t in transfers if len(t)]], ignore_index=True)
     base = base.merge(cycles, on=C.CYCLE, how="inner")
     base[C.BETA_PCT] = 100.0 * base[C.TIME_MS] / base[C.CYCLE_MS]
@@ -84,7 +93,7 @@ def _run_table(run: Run, names: np.ndarray) -> pd.DataFrame:
     out = pd.DataFrame(
         {
             C.RUN: run.index,
-            C.PID: run.pid,
+            C.PID: pid,
             C.DEVICE: "GPU " + metric_rows["dev"].astype(np.int64).astype(str),
             C.CYCLE: metric_rows[C.CYCLE].astype(np.int64),
             C.CYCLE_MS: metric_rows[C.CYCLE_MS],

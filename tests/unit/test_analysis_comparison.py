@@ -1,0 +1,202 @@
+"""compare_tables on synthetic run files whose truth is known; A/A; degenerate inputs."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from perfdiff.analysis import columns as C
+from perfdiff.analysis.comparison import compare_tables
+from perfdiff.analysis.cycle_table import cycle_table
+from perfdiff.analysis.model import CompareOptions, Comparison
+from perfdiff.analysis.sides import side_from_run_file
+from perfdiff.errors import IncomparableRunsError, InputError
+from perfdiff.schema import RunFile
+from tests.factories import DEFAULT_KERNELS, ODD_NAMES, KernelSpec, make_run_file
+
+FAST = CompareOptions(bootstrap_resamples=300)
+CHANGED = {"slower", "faster"}
+
+
+def _compare(a: RunFile, b: RunFile, options: CompareOptions = FAST) -> Comparison:
+    sa, sb = side_from_run_file(a, source="a.json"), side_from_run_file(b, source="b.json")
+    return compare_tables(sa.table, sb.table, options, normal_meta=sa.meta, abnormal_meta=sb.meta)
+
+
+def _slower_gemm(pct: float, tensor: float = 60.0) -> tuple[KernelSpec, ...]:
+    gemm, *rest = DEFAULT_KERNELS
+    slow = dataclasses.replace(gemm, ms=gemm.ms * (1 + pct / 100), metrics={**gemm.metrics,
+                                                                         "tensor_pct": tensor})
+    return (slow, *rest)
+
+
+def test_injected_slowdown_is_the_first_finding_with_its_metric() -> None:
+    normal = make_run_file(n_cycles=40, seed=1)
+    abnormal = make_run_file(_slower_gemm(20.0), n_cycles=40, seed=2)
+    c = _compare(normal, abnormal)
+    assert c.test_unit == "batch means"
+    first = c.findings[0]
+    assert first.function == "gemm_kernel" and first.verdict == "slower"
+    assert first.time_ci_low_ms <= 0.2 <= first.time_ci_high_ms
+    assert first.metric_moves[0].metric == "tensor_pct"
+    assert c.rows[0].function == "gemm_kernel"
+    assert c.cycle_time.verdict == "slower" and c.cycle_time.comparable
+    assert 0 < c.mde_pct < 20
+    assert [d.verdict for d in c.devices] == ["slower"]
+
+
+def test_identical_inputs_give_no_findings() -> None:
+    rf = make_run_file(n_cycles=20)
+    c = _compare(rf, rf)
+    assert not c.findings
+    assert all(r.verdict == "no change" for r in c.rows)
+    assert c.cycle_time.verdict == "no change"
+
+
+def test_aa_two_halves_of_one_run_raise_no_verdict() -> None:
+    rf = make_run_file(n_cycles=60, noise=0.03, seed=5)
+    table = cycle_table(rf)
+    first = table[table[C.CYCLE] < 30]
+    second = table[table[C.CYCLE] >= 30]
+    c = compare_tables(first, second, FAST)
+    assert not [r for r in c.rows if r.verdict in CHANGED]
+    assert c.cycle_time.verdict == "no change"
+
+
+def test_runs_are_the_unit_with_several_runs() -> None:
+    normal = make_run_file(n_runs=3, n_cycles=10, run_offset=0.01, seed=1)
+    abnormal = make_run_file(_slower_gemm(30.0), n_runs=3, n_cycles=10, run_offset=0.01, seed=2)
+    c = _compare(normal, abnormal)
+    assert c.test_unit == "runs"
+    gemm = next(r for r in c.rows if r.function == "gemm_kernel")
+    assert (gemm.n_normal, gemm.n_abnormal) == (3, 3)
+    assert gemm.verdict == "slower"
+
+
+def test_small_changes_below_practical_threshold_are_not_findings() -> None:
+    normal = make_run_file(n_cycles=60, noise=0.001, seed=1)
+    # gemm +1.5 % = 0.015 ms of a ~2 ms cycle: clear statistically, under 1 % of the cycle
+    abnormal = make_run_file(_slower_gemm(1.5, tensor=80.0), n_cycles=60, noise=0.001, seed=2)
+    c = _compare(normal, abnormal)
+    gemm = next(r for r in c.rows if r.function == "gemm_kernel")
+    assert gemm.q_value < 0.05  # significant ...
+    assert gemm.verdict == "no change"  # ... but 0.5 % of a kernel is < 1 % of the cycle
+
+
+def test_appeared_and_vanished_are_inventory_not_rows() -> None:
+    normal = make_run_file([*DEFAULT_KERNELS, KernelSpec("old_kernel", 0.1)], n_cycles=10)
+    abnormal = make_run_file([*DEFAULT_KERNELS, KernelSpec("new_kernel", 0.2)], n_cycles=10)
+    c = _compare(normal, abnormal)
+    changes = {(i.function, i.change) for i in c.inventory}
+    assert changes == {("old_kernel", "vanished"), ("new_kernel", "appeared")}
+    new = next(i for i in c.inventory if i.function == "new_kernel")
+    assert new.time_ms_per_cycle == pytest.approx(0.2, rel=0.1)
+    assert new.launches_per_cycle == 1.0
+    assert not {r.function for r in c.rows} & {"old_kernel", "new_kernel"}
+
+
+def test_one_cycle_gives_insufficient_data_not_a_crash() -> None:
+    normal = make_run_file(n_cycles=2, n_warmup=1)
+    abnormal = make_run_file(n_cycles=2, n_warmup=1, seed=3)
+    c = _compare(normal, abnormal)
+    assert {r.verdict for r in c.rows} == {"insufficient data"}
+    assert c.cycle_time.verdict == "insufficient data"
+    assert all(np.isnan(r.p_beta) for r in c.rows)
+
+
+def test_no_measured_cycles_is_one_clear_error() -> None:
+    normal = make_run_file(n_cycles=2, n_warmup=2)
+    with pytest.raises(InputError, match="no measured cycles"):
+        _compare(normal, make_run_file())
+
+
+def test_missing_columns_are_one_clear_error() -> None:
+    with pytest.raises(InputError, match="lacks columns"):
+        compare_tables(pd.DataFrame({"run": [0]}), pd.DataFrame({"run": [0]}))
+
+
+def test_different_gpu_models_refused_unless_forced() -> None:
+    normal = make_run_file()
+    abnormal = make_run_file(gpu_name="NVIDIA A100-SXM4-80GB")
+    with pytest.raises(IncomparableRunsError, match="--force"):
+        _compare(normal, abnormal)
+    c = _compare(normal, abnormal, dataclasses.replace(FAST, force=True))
+    assert c.rows
+
+
+def test_cycles_cut_differently_compare_shares_only() -> None:
+    normal = cycle_table(make_run_file(n_cycles=20))
+    abnormal = cycle_table(make_run_file(_slower_gemm(40.0), n_cycles=20, seed=4))
+    abnormal[C.ANCHOR] = "layer"
+    c = compare_tables(normal, abnormal, FAST)
+    assert not c.cycle_time.comparable
+    assert np.isnan(c.cycle_time.delta_pct)
+    assert any("cut differently" in n for n in c.notes)
+    assert all(np.isnan(r.time_delta_ms) for r in c.rows)
+    assert c.findings and c.findings[0].function == "gemm_kernel"
+
+
+def test_nan_metrics_and_odd_names_give_a_report() -> None:
+    kernels = [KernelSpec(n, 0.3 + 0.1 * i, {"u": 50.0}) for i, n in enumerate(ODD_NAMES)]
+    slower = [dataclasses.replace(kernels[1], ms=0.8), *kernels[:1], *kernels[2:]]
+    c = _compare(make_run_file(kernels, nan_metric_fraction=0.5, n_cycles=20),
+                 make_run_file(slower, nan_metric_fraction=0.5, n_cycles=20, seed=9))
+    assert c.findings[0].function == "kernel|with|pipes"
+    assert {r.function for r in c.rows} >= set(ODD_NAMES)
+
+
+def test_multi_device_summary_points_at_the_slow_gpu() -> None:
+    specs = [KernelSpec("gemm", 1.0, device=None), KernelSpec("extra", 0.5, device=1)]
+    slow = [KernelSpec("gemm", 1.0, device=None), KernelSpec("extra", 1.0, device=1)]
+    c = _compare(make_run_file(specs, n_devices=2, n_cycles=30),
+                 make_run_file(slow, n_devices=2, n_cycles=30, seed=4))
+    verdicts = {d.device: d.verdict for d in c.devices}
+    assert verdicts == {"GPU 0": "no change", "GPU 1": "slower"}
+
+
+def test_output_is_deterministic() -> None:
+    a, b = make_run_file(n_cycles=15), make_run_file(_slower_gemm(10), n_cycles=15, seed=3)
+    assert repr(_compare(a, b)) == repr(_compare(a, b))  # repr: NaN != NaN under ==
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n_cycles=st.integers(2, 30), n_runs=st.integers(1, 3))
+def test_identical_inputs_never_give_findings(seed: int, n_cycles: int, n_runs: int) -> None:
+    table = cycle_table(make_run_file(n_cycles=n_cycles, n_runs=n_runs, seed=seed))
+    c = compare_tables(table, table.copy(), FAST)
+    assert not c.findings
+    assert all(r.verdict in ("no change", "insufficient data") for r in c.rows)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), slow=st.floats(0, 40))
+def test_row_order_does_not_matter_and_p_q_in_unit_interval(seed: int, slow: float) -> None:
+    normal = cycle_table(make_run_file(n_cycles=12, seed=seed, nan_metric_fraction=0.2))
+    abnormal = cycle_table(make_run_file(_slower_gemm(slow), n_cycles=12, seed=seed + 1))
+    c1 = compare_tables(normal, abnormal, FAST)
+    shuffled = [t.sample(frac=1.0, random_state=seed) for t in (normal, abnormal)]
+    c2 = compare_tables(shuffled[0], shuffled[1], FAST)
+    assert _same_numbers(c1, c2)
+    for r in c1.rows:
+        for p in (r.p_beta, r.u_p_beta, r.p_mu, r.u_p_mu, r.q_value, r.p_time):
+            assert np.isnan(p) or 0.0 <= p <= 1.0
+
+
+def _same_numbers(a: Comparison, b: Comparison) -> bool:
+    """Equal up to float summation order (NaN == NaN)."""
+    if len(a.rows) != len(b.rows):
+        return False
+    for ra, rb in zip(a.rows, b.rows, strict=True):
+        for f in dataclasses.fields(ra):
+            x, y = getattr(ra, f.name), getattr(rb, f.name)
+            if isinstance(x, float):
+                if not (np.isnan(x) and np.isnan(y)) and x != pytest.approx(y, rel=1e-9, abs=1e-12):
+                    return False
+            elif x != y:
+                return False
+    return True
