@@ -1,0 +1,189 @@
+"""LatencyPrism import, --seed-compatible reproduction of the seed report, the five scenarios.
+
+Tests on the real incident data skip when /work/shared/latencyprism is absent.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfdiff.analysis import columns as C
+from perfdiff.analysis.comparison import compare_tables
+from perfdiff.analysis.latencyprism import PERF_FILE, load_latencyprism
+from perfdiff.analysis.model import CompareOptions, Comparison
+from perfdiff.analysis.sides import load_side
+from perfdiff.errors import InputError
+
+LP = Path("/work/shared/latencyprism/sglang")
+SEED = Path("/work/shared/seeds/strict-comparison-report.md")
+needs_lp = pytest.mark.skipif(not LP.is_dir(), reason="LatencyPrism data not available")
+
+HEADER = (
+    "cycle,pid,hostname,beta_pct,function_name,metric_name,device,func_type,mu_pct,sigma_pct,"
+    "duration,interpolation_status,anchor_name,anchor_dur_us,cycle_start_ts,instances_count,"
+    "simple_name\n"
+)
+
+
+def _write(folder: Path, rows: list[str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / PERF_FILE).write_text(HEADER + "".join(r + "\n" for r in rows))
+    return folder
+
+
+def test_import_undoes_mu_x100_and_keeps_pids(tmp_path: Path) -> None:
+    folder = _write(
+        tmp_path / "x_perf_data",
+        [
+            "1,11,,2.0,gemm,gpu_sm_frequency,GPU 7,gpu_compute,141000.0,0,20000.0,**,run_batch,"
+            "1000000.0,0,65,gemm",
+            "1,12,,5.0,write,,Host,disk_read_and_write,,,50000.0, ,run_batch,1000000.0,0,3,write",
+        ],
+    )
+    table = load_latencyprism(folder)
+    assert list(table[C.MU].fillna(-1)) == [1410.0, -1]
+    assert list(table[C.METRIC]) == ["gpu_sm_frequency", ""]
+    assert list(table[C.PID]) == [11, 12]
+    assert list(table[C.TIME_MS]) == [20.0, 50.0]
+    assert list(table[C.CYCLE_MS]) == [1000.0, 1000.0]
+    assert list(table[C.LAUNCHES]) == [65.0, 3.0]
+
+
+def test_bad_folders_are_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"without result_perf_data\.csv"):
+        load_side(tmp_path)
+    (tmp_path / PERF_FILE).write_text("a,b\n1,2\n")
+    with pytest.raises(InputError, match="missing columns"):
+        load_side(tmp_path)
+    _write(tmp_path, ["x,11,,2.0,gemm,m,GPU 7,gpu_compute,1,0,1,*,a,1,0,1,g"])
+    with pytest.raises(InputError, match="line 2: column 'cycle' is not a number"):
+        load_side(tmp_path)
+
+
+def _lp(scenario: str, options: CompareOptions | None = None) -> Comparison:
+    n = load_side(LP / scenario / "normal_perf_data")
+    a = load_side(LP / scenario / "abnormal_perf_data")
+    return compare_tables(
+        n.table,
+        a.table,
+        options or CompareOptions(bootstrap_resamples=300),
+        normal_meta=n.meta,
+        abnormal_meta=a.meta,
+    )
+
+
+def _seed_number(text: str) -> float:
+    return float(text.replace(",", "").replace("%", "").replace("+", ""))
+
+
+def _seed_rows() -> list[list[str]]:
+    rows = []
+    for line in SEED.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 17 and cells[2] in ("GPU 7", "Host"):
+            rows.append(cells)
+    return rows
+
+
+@needs_lp
+@pytest.mark.skipif(not SEED.is_file(), reason="seed report not available")
+def test_seed_compatible_reproduces_sections_1_and_2() -> None:
+    c = _lp("gpu_instability", CompareOptions(seed_compatible=True, bootstrap_resamples=100))
+    text = SEED.read_text()
+    assert f"| Total Cycles        | {c.normal.n_cycles} " in text
+    assert c.abnormal.n_cycles == 10
+    assert f"{c.normal.cycle_ms_mean * 1000:,.2f}" == "750,054.29"
+    assert f"{c.abnormal.cycle_ms_mean * 1000:,.2f}" == "785,001.80"
+    assert f"{c.cycle_time.delta_pct:+.2f}%" == "+4.66%"
+    ranks = re.findall(r"^\|\s+(\d+) \|\s+([\d,.]+) \| ([\d,.\-]+)\s", text, flags=re.M)
+    assert len(ranks) == 12
+    for rank, normal_us, abnormal_us in ranks:
+        i = int(rank) - 1
+        assert f"{c.normal.cycle_ms_desc[i] * 1000:,.2f}" == normal_us
+        if abnormal_us != "-":
+            assert c.abnormal.cycle_ms_desc[i] * 1000 == pytest.approx(_seed_number(abnormal_us))
+
+
+@needs_lp
+@pytest.mark.skipif(not SEED.is_file(), reason="seed report not available")
+def test_seed_compatible_reproduces_top_10_detailed_rows() -> None:
+    c = _lp("gpu_instability", CompareOptions(seed_compatible=True, bootstrap_resamples=100))
+    assert c.test_unit == "cycles"
+    seed = _seed_rows()
+    assert len(c.rows) == len(seed) == 264
+    for ours, theirs in zip(c.rows[:10], seed[:10], strict=True):
+        assert ours.function == theirs[0]
+        assert ours.metric == theirs[1] or float(theirs[3]) == pytest.approx(
+            ours.suspicion, abs=0.01
+        )
+        assert round(ours.beta_normal, 2) == _seed_number(theirs[4])
+        assert round(ours.beta_abnormal, 2) == _seed_number(theirs[5])
+        assert round(ours.delta_beta, 2) == _seed_number(theirs[6])
+        assert round(ours.z_beta, 2) == _seed_number(theirs[7])
+        assert ours.suspicion == pytest.approx(_seed_number(theirs[3]), rel=1e-5)
+        assert round(ours.z_log_mu, 2) == _seed_number(theirs[14])
+
+
+@needs_lp
+def test_default_mode_does_not_inflate_z_like_the_seed() -> None:
+    c = _lp("gpu_instability")
+    gemm = c.findings[0]
+    assert gemm.function.startswith("ampere_bf16_s16816gemm_bf16_64x64_sliced1x2")
+    assert {m.metric for m in gemm.metric_moves[:2]} == {"gpu_frequency", "gpu_sm_frequency"}
+    assert max(abs(r.z_beta) for r in c.rows if math.isfinite(r.z_beta)) < 100
+    # constant on both sides: exact change, no p-value
+    mem = next(r for r in c.rows if r.metric == "gpu_mem_frequency" and r.function == gemm.function)
+    assert mem.delta_mu == pytest.approx(0.0) and math.isnan(mem.p_mu)
+
+
+@needs_lp
+@pytest.mark.parametrize(
+    ("scenario", "function", "metrics"),
+    [
+        ("gpu_instability", "ampere_bf16_s16816gemm", {"gpu_sm_frequency"}),
+        ("cpu_frequency_reduction", "oncpu", {"cpu_frequency"}),
+        ("cpu_compute_squeeze_out", "oncpu", {"host_cpu_usage"}),
+        (
+            "gpu_memory_squeeze_out_NVLink",
+            "void sglang::cross_device_reduce",
+            {"gpu_link_receive", "gpu_link_transmit"},
+        ),
+    ],
+)
+def test_first_key_finding_names_the_fault(scenario: str, function: str, metrics: set[str]) -> None:
+    c = _lp(scenario)
+    first = c.findings[0]
+    assert first.function.startswith(function)
+    assert metrics <= {m.metric for m in first.metric_moves}
+
+
+@needs_lp
+def test_cycles_cut_at_other_anchors_are_not_compared() -> None:
+    c = _lp("cpu_frequency_reduction")
+    assert not c.cycle_time.comparable
+    assert any("cut differently" in n for n in c.notes)
+
+
+@needs_lp
+def test_two_ranks_are_kept_apart() -> None:
+    c = _lp("gpu_memory_squeeze_out_NVLink")
+    assert {(d.pid, d.device) for d in c.devices} == {(923228, "GPU 6"), (923229, "GPU 7")}
+
+
+@needs_lp
+def test_aa_halves_of_a_real_normal_run_raise_no_verdict() -> None:
+    table = load_side(LP / "gpu_instability" / "normal_perf_data").table
+    cycles = sorted(set(table[C.CYCLE]))
+    half = cycles[len(cycles) // 2]
+    c = compare_tables(
+        table[table[C.CYCLE] < half],
+        table[table[C.CYCLE] >= half],
+        CompareOptions(bootstrap_resamples=300),
+    )
+    assert not [r for r in c.rows if r.verdict in ("slower", "faster")]
+    assert np.isfinite(c.mde_pct)
