@@ -136,7 +136,8 @@ def compare(
         help="Exit with code 1 when the cycle time, or a function's time per cycle (as % of "
         "cycle time), got significantly slower by more than PCT %.")] = None,
     plots: Annotated[Path | None, typer.Option(
-        "--plots", help="Write PNG plots into this folder (needs perfdiff[plots]).")] = None,
+        "--plots", help="Write PNG plots into this folder (needs matplotlib: pip install "
+        "'perfdiff\\[plots]').")] = None,
     seed_compatible: Annotated[bool, typer.Option(
         "--seed-compatible", help="Reproduce LatencyPrism's numbers, ranking and sections "
         "1-2 layout.")] = False,
@@ -150,6 +151,10 @@ def compare(
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
     options = CompareOptions(alpha=alpha, practical_threshold_pct=threshold,
                              seed_compatible=seed_compatible, top=top, force=force)
+    if plots is not None:
+        from perfdiff.report.plots import ensure_plotting
+
+        ensure_plotting()
     comparison = build_comparison(normal, abnormal, options, (label_normal, label_abnormal))
     if output_format is OutputFormat.json:
         text = render_json(comparison)

@@ -13,14 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from perfdiff.analysis.model import Comparison
-from perfdiff.errors import CollectorUnavailableError, InputError
+from perfdiff.errors import ExitCode, InputError, PerfdiffError
 from perfdiff.report.format import display_name
 
 TOP_FUNCTIONS = 10
 
 
-class PlotsUnavailableError(CollectorUnavailableError):
-    """matplotlib is not installed (the ``plots`` extra)."""
+class PlotsUnavailableError(PerfdiffError):
+    """matplotlib is not installed (the ``plots`` extra): the option cannot be honoured here."""
+
+    exit_code = ExitCode.USAGE
+
+
+def ensure_plotting() -> None:
+    """Fail before any work is done when ``--plots`` cannot be honoured."""
+    _pyplot()
 
 
 def _pyplot() -> Any:

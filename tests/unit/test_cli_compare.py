@@ -220,3 +220,14 @@ def test_slower_gemm_is_the_first_finding(run_cli: Runner, inputs: dict[str, str
     findings = out.split("### Key Findings")[1].split("**Recommendation:**")[0]
     assert findings.lstrip().startswith("- **`gemm_kernel`**")
     assert "**`tensor_pct`**: decreased" in findings
+
+
+def test_plots_without_matplotlib_fail_early_with_one_line(
+        run_cli: Runner, inputs: dict[str, str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    report = tmp_path / "r.md"
+    code, out, err = run_cli("compare", inputs["normal"], inputs["slow"], "--plots",
+                             str(tmp_path / "p"), "-o", str(report))
+    assert_one_line_error(code, out, err, ExitCode.USAGE, "perfdiff[plots]")
+    assert not report.exists()  # nothing written before the option was checked
