@@ -11,6 +11,8 @@ input from the analysis), so golden files can pin it and review its diffs.
 
 from __future__ import annotations
 
+import math
+
 from perfdiff.analysis.model import (
     Comparison,
     Finding,
@@ -90,7 +92,8 @@ def _title(comparison: Comparison) -> str:
 def _notes(comparison: Comparison) -> str:
     if not comparison.notes:
         return ""
-    return "\n".join(f"> **Note:** {md_cell(note)}" for note in comparison.notes) + "\n"
+    # one blockquote per note: consecutive "> " lines would merge into one paragraph
+    return "\n\n".join(f"> **Note:** {md_cell(note)}" for note in comparison.notes) + "\n"
 
 
 # ----------------------------------------------------------------------------- section 1
@@ -167,7 +170,9 @@ def _device_table(comparison: Comparison) -> str:
                f"GPU busy, {md_cell(a.label)} (ms/cycle)", "Change (%)", "Verdict"]
     rows = [
         [_device_cell(d.device, d.pid, comparison), fmt_ms(d.busy_ms_normal),
-         fmt_ms(d.busy_ms_abnormal), fmt_pct(d.delta_pct, signed=True), d.verdict]
+         fmt_ms(d.busy_ms_abnormal),
+         fmt_pct(d.delta_pct, signed=True) if comparison.cycle_time.comparable
+         else "not compared", d.verdict]
         for d in comparison.devices
     ]
     return "Per device (kernel time per cycle):\n\n" + pipe_table(headers, rows, right=(1, 2, 3))
@@ -249,6 +254,8 @@ def _overview(comparison: Comparison) -> str:
 
 
 def _moved(before: float, after: float) -> str:
+    if math.isnan(before) or math.isnan(after):
+        return "changed"
     if after > before:
         return "increased"
     if after < before:
@@ -263,12 +270,16 @@ def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
         lines.append(f"  - Time per cycle {fmt_ms(finding.time_ms_normal)} ms → "
                      f"{fmt_ms(finding.time_ms_abnormal)} ms.")
         return lines
-    lines.append(
-        f"  - Time per cycle {_moved(finding.time_ms_normal, finding.time_ms_abnormal)} from "
-        f"**{fmt_ms(finding.time_ms_normal)} ms** to **{fmt_ms(finding.time_ms_abnormal)} ms** "
-        f"({fmt_ms(finding.time_delta_ms, signed=True)} ms, 95 % interval "
-        f"{fmt_interval(finding.time_ci_low_ms, finding.time_ci_high_ms)} ms)."
-    )
+    if math.isnan(finding.time_ms_normal) or math.isnan(finding.time_ms_abnormal):
+        lines.append("  - Time per cycle not compared (cycles were cut differently).")
+    else:
+        lines.append(
+            f"  - Time per cycle {_moved(finding.time_ms_normal, finding.time_ms_abnormal)} from "
+            f"**{fmt_ms(finding.time_ms_normal)} ms** to "
+            f"**{fmt_ms(finding.time_ms_abnormal)} ms** "
+            f"({fmt_ms(finding.time_delta_ms, signed=True)} ms, 95 % interval "
+            f"{fmt_interval(finding.time_ci_low_ms, finding.time_ci_high_ms)} ms)."
+        )
     lines.append(
         f"  - Its contribution to total cycle time (β) "
         f"{_moved(finding.beta_normal, finding.beta_abnormal)} from "
