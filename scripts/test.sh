@@ -10,6 +10,6 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
 # torch (CPU build) only for the tests that drive built-in workloads on the CPU.
 .venv/bin/python -c 'import torch' 2>/dev/null || .venv/bin/python -m pip install -q --disable-pip-version-check torch==2.13.0 2>&1 | grep -v '^WARNING: Location' || true
-.venv/bin/ruff check perfdiff tests bench scripts
+.venv/bin/ruff check .
 .venv/bin/mypy perfdiff
 .venv/bin/python -m pytest -q "$@"
