@@ -8,6 +8,7 @@ The expected files are our outputs (not copies of the input data). Inputs:
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -58,6 +59,12 @@ def _latencyprism(scenario: str, seed_compatible: bool) -> Comparison:
     folder = LATENCYPRISM / "sglang" / scenario
     if not folder.is_dir():
         pytest.skip(f"LatencyPrism data not found at {folder}")
+    return _compare_latencyprism(folder, seed_compatible)
+
+
+@functools.cache
+def _compare_latencyprism(folder: Path, seed_compatible: bool) -> Comparison:
+    """Cached: two tests read the same seed-compatible comparison (a few seconds each)."""
     options = CompareOptions(seed_compatible=seed_compatible)
     comparison = build_comparison(folder / "normal_perf_data", folder / "abnormal_perf_data",
                                   options)
