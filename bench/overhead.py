@@ -13,8 +13,10 @@ the per-round ratios are reported too.
   records), PM sampling (2 default metrics, 5 us) and NVML (10 ms): what
   ``perfdiff collect`` runs.
 - torch.profiler: ``profile(activities=[CPU, CUDA])``, default options.
+- perfdiff-trace, perfdiff-trace-nvml, perfdiff-trace-pm: perfdiff with only some sources,
+  to see where the overhead comes from (``--modes`` picks the modes).
 
-Usage: python bench/overhead.py [--rounds 5] [--cycles 40] [--json OUT.json]
+Usage: python bench/overhead.py [--rounds 5] [--cycles 40] [--modes a,b,...] [--json OUT.json]
        python bench/overhead.py --child MODE --cycles N   (one child, prints JSON)
 """
 
@@ -77,11 +79,16 @@ def child(mode: str, cycles: int) -> None:
             self.inner.run(timing, plan)
 
     workload = Timed()
-    if mode == "perfdiff":
+    if mode.startswith("perfdiff"):
         from perfdiff.collect.session import CollectSettings, run_collection
         from perfdiff.collect.sources import open_sources
 
-        settings = CollectSettings()
+        settings = {
+            "perfdiff": CollectSettings(),
+            "perfdiff-trace": CollectSettings(pm_sampling=False, nvml=False),
+            "perfdiff-trace-nvml": CollectSettings(pm_sampling=False),
+            "perfdiff-trace-pm": CollectSettings(nvml=False),
+        }[mode]
         opened = open_sources(settings)
         outcome = run_collection(workload, plan, opened.sources, opened.environment, settings)
         extra = {"kernels": int(outcome.run_file.runs[0].kernels.name_id.size),
@@ -109,11 +116,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=40)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--modes", default="bare,perfdiff,torch.profiler")
     args = parser.parse_args()
     if args.child:
         child(args.child, args.cycles)
         return
-    modes = ("bare", "perfdiff", "torch.profiler")
+    modes = tuple(args.modes.split(","))
     cycles: dict[str, list[int]] = {m: [] for m in modes}
     rounds: list[dict[str, float]] = []
     extra: dict[str, Any] = {}

@@ -62,7 +62,11 @@ step_accuracy() {
   run $PY scripts/gpu/accuracy_profiler.py --work "$OUT/work" --json "$OUT/accuracy_profiler.json"
 }
 
-step_overhead() { run $PY bench/overhead.py --json "$OUT/overhead.json"; }
+step_overhead() {
+  run $PY bench/overhead.py --rounds ${ROUNDS:-4} --cycles ${CYCLES:-80} \
+    --modes bare,perfdiff-trace,perfdiff-trace-nvml,perfdiff-trace-pm,perfdiff,torch.profiler \
+    --json "$OUT/overhead.json"
+}
 
 step_pack() {
   if [ -d "$OUT/fixtures" ]; then

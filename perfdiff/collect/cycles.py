@@ -32,6 +32,7 @@ class CycleLog:
 
     clock_ns: Callable[[], int]
     on_cycle_end: Callable[[int], None] | None = None
+    on_cycle_begin: Callable[[bool], None] | None = None  # (warmup), before the timestamp
     starts: list[int] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
@@ -42,6 +43,8 @@ class CycleLog:
     def begin_cycle(self, label: str, warmup: bool) -> None:
         if self._open:
             self.end_cycle()
+        if self.on_cycle_begin is not None:
+            self.on_cycle_begin(warmup)
         self.labels.append(label)
         self.warmups.append(warmup)
         self._open = True

@@ -15,6 +15,7 @@ to start (no permission to profile, chip not supported), becomes a warning in th
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -25,8 +26,12 @@ TENSOR_METRIC = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustaine
 DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
 DEFAULT_INTERVAL_NS = 5_000
-HARDWARE_BUFFER_BYTES = 512 * 1024 * 1024
-DRAIN_PERIOD_S = 0.05
+# A sample record takes about 13 KB of the hardware buffer on GH100 (512 MiB overflowed after
+# ~40,000 samples on the H200 test machine), so the buffer is large and drained often.
+HARDWARE_BUFFER_BYTES = 2 * 1024 * 1024 * 1024
+FALLBACK_BUFFER_BYTES = 512 * 1024 * 1024
+DRAIN_PERIOD_S = 0.02
+FIRST_SAMPLE_WAIT_S = 0.002  # the first sample ended ~0.6 ms after start (clock_check.py)
 
 
 class PmSamplingUnavailable(Exception):
@@ -91,16 +96,23 @@ class PmSampler:
     def _configured(self, metrics: tuple[str, ...]) -> Any:
         collector = self._new_collector()
         try:
-            collector.configure(
-                metrics=list(metrics),
-                hardware_buffer_size=HARDWARE_BUFFER_BYTES,
-                sampling_interval=self._interval_ns,
-                trigger_mode=self._pm.TriggerMode.GPU_TIME_INTERVAL,
-            )
+            try:
+                self._configure(collector, metrics, HARDWARE_BUFFER_BYTES)
+            except MemoryError:
+                self._configure(collector, metrics, FALLBACK_BUFFER_BYTES)
+                self.warnings.append("PM sampling hardware buffer reduced to 512 MiB")
         except Exception:
             collector.disable()
             raise
         return collector
+
+    def _configure(self, collector: Any, metrics: tuple[str, ...], buffer_bytes: int) -> None:
+        collector.configure(
+            metrics=list(metrics),
+            hardware_buffer_size=buffer_bytes,
+            sampling_interval=self._interval_ns,
+            trigger_mode=self._pm.TriggerMode.GPU_TIME_INTERVAL,
+        )
 
     def _accepted(self, metrics: tuple[str, ...]) -> tuple[str, ...]:
         """All metrics if they configure together, else those that configure alone."""
@@ -138,6 +150,7 @@ class PmSampler:
         self._drain_error = None
         self._stop_drain = threading.Event()
         self._collector.start()
+        time.sleep(FIRST_SAMPLE_WAIT_S)
         self._drainer = threading.Thread(target=self._drain_loop, name="perfdiff-pm-drain",
                                          daemon=True)
         self._drainer.start()
@@ -158,7 +171,7 @@ class PmSampler:
 
     def _decode_available(self) -> None:
         with self._lock:
-            per_chunk = max(1000, int(DRAIN_PERIOD_S * 4e9) // max(1, self._interval_ns))
+            per_chunk = max(4000, int(DRAIN_PERIOD_S * 8e9) // max(1, self._interval_ns))
             while True:
                 data = self._collector.decode(max_samples=per_chunk)
                 if len(data):

@@ -84,19 +84,29 @@ def run_collection(
         if progress is not None:
             progress(done, trace.records_so_far())
 
-    log = CycleLog(clock_ns=trace.clock_ns, on_cycle_end=on_cycle_end)
+    started: list[MetricSampler] = []
+    warnings = list(sources.warnings)
+
+    def on_cycle_begin(warmup: bool) -> None:
+        # Samplers start with the first measured cycle: warm-up cycles (lazy library
+        # initialisation, autotuning) are excluded from statistics anyway, and PM sampling
+        # them would only fill the hardware buffer (see pm_sampling.py).
+        if not warmup and not sampling_started:
+            sampling_started.append(True)
+            started.extend(_start_samplers(sources.samplers, warnings))
+
+    sampling_started: list[bool] = []
+    log = CycleLog(clock_ns=trace.clock_ns, on_cycle_end=on_cycle_end,
+                   on_cycle_begin=on_cycle_begin)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None
-    started: list[MetricSampler] = []
-    warnings = list(sources.warnings)
     tracing = False
     previous = set_active_recorder(log)
     try:
         workload.setup(device)
         trace.start()
         tracing = True
-        started = _start_samplers(sources.samplers, warnings)
         workload.run(RecorderMarker(log), plan)
     except KeyboardInterrupt:
         interrupted = True

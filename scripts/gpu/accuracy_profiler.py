@@ -63,10 +63,12 @@ def main() -> None:
         if a <= MIN_US:
             continue
         rel = a / b - 1.0
-        rows.append({"position": j, "kernel": name.split("(")[0][-60:], "perfdiff_us": round(a, 2),
-                     "torch_profiler_us": round(b, 2), "rel_diff_pct": round(100 * rel, 2),
-                     "within_2pct": abs(rel) <= TOLERANCE})
-    summary = {"kernels_over_10us": len(rows), "within_2pct": sum(r["within_2pct"] for r in rows),
+        rows.append({"position": j, "kernel": name.split("(")[0][-60:],
+                     "perfdiff_us": round(float(a), 2), "torch_profiler_us": round(float(b), 2),
+                     "rel_diff_pct": round(100 * float(rel), 2),
+                     "within_2pct": bool(abs(rel) <= TOLERANCE)})
+    summary = {"kernels_over_10us": len(rows),
+               "within_2pct": int(sum(bool(r["within_2pct"]) for r in rows)),
                "max_abs_rel_diff_pct": max((abs(r["rel_diff_pct"]) for r in rows), default=None),
                "median_abs_rel_diff_pct": float(np.median([abs(r["rel_diff_pct"]) for r in rows]))
                if rows else None, "rows": rows}
