@@ -89,15 +89,39 @@ def _findings(comparison: Comparison, console: Console) -> None:
                           f"{fmt_mu(m.mu_abnormal)} (p {fmt_p(m.p_value)})")
 
 
+_ROW_COLUMNS = (("Device", 6), ("ms/cycle n → a", 21), ("Δ (ms)", 9), ("Δβ (pp)", 7),
+                ("q", 6), ("Verdict", 10))
+_NARROW_COLUMNS = ("Δ (ms)", "q", "Verdict")  # what fits beside a name on an 80-column terminal
+
+
 def _rows(comparison: Comparison, console: Console) -> None:
-    table = Table(box=box.SIMPLE_HEAD, title="Top rows")
-    for col, right in (("Function", False), ("Metric", False), ("Device", False),
-                       ("Δβ (pp)", True), ("μ n → a", True), ("q", True),
-                       ("Time Δ (ms)", True), ("Verdict", False)):
-        table.add_column(col, justify="right" if right else "left", overflow="fold")
-    for r in comparison.rows[:TERMINAL_ROWS]:
-        table.add_row(escape(display_name(r.function, 60)), escape(r.metric or "-"),
-                      escape(r.device), fmt_num(r.delta_beta, signed=True),
-                      f"{fmt_mu(r.mu_normal)} → {fmt_mu(r.mu_abnormal)}", fmt_p(r.q_value),
-                      fmt_ms(r.time_delta_ms, signed=True), _verdict(r.verdict))
+    """One line per function (its first row in the ranking): a terminal is too narrow for the
+    per-metric table, which the markdown and JSON outputs keep. Numbers get fixed widths; the
+    name takes what is left, shortened in the middle."""
+    columns = [(c, w) for c, w in _ROW_COLUMNS
+               if console.width >= 110 or c in _NARROW_COLUMNS]
+    name_width = max(16, console.width - 2 - sum(w + 2 for _, w in columns) - 2)
+    table = Table(box=box.SIMPLE_HEAD, title="Top functions")
+    table.add_column("Function", width=name_width, no_wrap=True, overflow="ellipsis")
+    for col, width in columns:
+        table.add_column(col, justify="left" if col in ("Device", "Verdict") else "right",
+                         no_wrap=True, width=width, overflow="fold")
+    seen: set[tuple[str, str, int | None]] = set()
+    for r in comparison.rows:
+        key = (r.function, r.device, r.pid)
+        if key in seen:
+            continue
+        seen.add(key)
+        cells = {
+            "Device": escape(r.device),
+            "ms/cycle n → a": f"{fmt_ms(r.time_ms_normal)} → {fmt_ms(r.time_ms_abnormal)}",
+            "Δ (ms)": fmt_ms(r.time_delta_ms, signed=True),
+            "Δβ (pp)": fmt_num(r.delta_beta, signed=True),
+            "q": fmt_p(r.q_value),
+            "Verdict": _verdict(r.verdict),
+        }
+        table.add_row(escape(display_name(r.function, name_width)),
+                      *(cells[c] for c, _ in columns))
+        if len(seen) == TERMINAL_ROWS:
+            break
     console.print(table)
