@@ -1,0 +1,96 @@
+"""The user-program half of ``perfdiff collect``: ``perfdiff collect -o run.json -- CMD ...``.
+
+Why separate from ``cli/collect.py``: that command records built-in workloads in this process;
+this one runs someone else's program in child processes (``perfdiff.collect.user_program``)
+and must hand back *its* exit code. The program's stdout/stderr pass through untouched, so
+perfdiff's own lines go to stderr.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+
+import typer
+
+from perfdiff.collect.workloads.base import WorkloadParamError
+from perfdiff.errors import CollectorUnavailableError
+from perfdiff.schema.model import RunFile
+
+BACKEND_ENV = "PERFDIFF_COLLECT_BACKEND"  # "fake" in CPU tests; default "cupti"
+
+
+def collect_program(
+    command: Sequence[str],
+    *,
+    output: Path,
+    runs: int,
+    cycle_range: str | None,
+    cycle_ms: float | None,
+    warmup: int,
+    metrics: tuple[str, ...],
+    sample_interval_ns: int,
+    pm_sampling: bool,
+    nvml: bool,
+    nvml_interval_ms: float,
+    trace_memory: bool,
+) -> None:
+    """Run and record CMD; exit with its exit code (0 when every run succeeded)."""
+    from perfdiff.collect.inject.config import InjectConfig
+    from perfdiff.collect.user_program import run_program
+    from perfdiff.schema.io import save_run_file
+
+    if cycle_ms is not None and cycle_ms <= 0:
+        raise WorkloadParamError(f"--cycle-ms must be positive, got {cycle_ms}")
+    if cycle_ms is not None and cycle_range:
+        raise WorkloadParamError("give --cycle-range or --cycle-ms, not both")
+    backend = os.environ.get(BACKEND_ENV, "cupti")
+    if backend == "cupti" and importlib.util.find_spec("cupti") is None:
+        raise CollectorUnavailableError(
+            "cannot collect: cupti-python is not installed; install it with: "
+            "pip install 'perfdiff[collect]' (cupti-python>=13.4)"
+        )
+    config = InjectConfig(
+        shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms, warmup=warmup,
+        metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
+        nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
+    )
+    outcome = run_program(command, config, runs, echo=lambda text: typer.echo(text, err=True))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # never half a file
+    try:
+        path = save_run_file(outcome.run_file, output)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    for warning in outcome.run_file.collection.warnings:
+        typer.echo(f"perfdiff: warning: {warning}", err=True)
+    typer.echo(program_summary(outcome.run_file, path), err=True)
+    if outcome.exit_code != 0:
+        typer.echo(
+            f"perfdiff: the program exited with code {outcome.exit_code}; run file written to "
+            f"{path} (marked incomplete)", err=True,
+        )
+        raise typer.Exit(outcome.exit_code)
+
+
+def program_summary(run_file: RunFile, path: Path) -> str:
+    """One line: runs, ranks, cycles, kernels, and the state."""
+    runs = run_file.runs
+    ranks = sorted({r.rank for r in runs if r.rank is not None})
+    measured = sum(int((~r.cycles.warmup).sum()) for r in runs)
+    warm = sum(int(r.cycles.warmup.sum()) for r in runs)
+    kernels = sum(int(r.kernels.name_id.size) for r in runs)
+    n_runs = len({r.index for r in runs})
+    rank_text = f" x {len(ranks)} ranks" if ranks else ""
+    state = ""
+    if run_file.status.state != "complete":
+        state = f" [INCOMPLETE: {run_file.status.reason}]"
+    return (
+        f"perfdiff: wrote {path} - {n_runs} run(s){rank_text}, {measured} cycles "
+        f"(+{warm} warm-up), {kernels} kernels, {len(run_file.strings)} distinct{state}"
+    )
+
+
+__all__ = ["BACKEND_ENV", "collect_program", "program_summary"]

@@ -1,0 +1,43 @@
+"""``perfdiff merge -o all.json.gz A.json B.json ...``: join run files into one.
+
+Why a command: shards of a multi-GPU job recorded separately (one ``perfdiff collect`` per
+rank, or per host), or repeated recordings of one workload, become one file whose runs are
+replicates and whose devices are named by rank (``perfdiff.collect.merge`` says how).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from perfdiff.cli.app import app
+
+_InputsArg = typer.Argument(help="Run files to merge (.json or .json.gz), in order.")
+_OutputOpt = typer.Option("--output", "-o", help="Merged run file to write.")
+_ForceOpt = typer.Option(help="Merge even when the inputs' workload names differ.")
+
+
+@app.command()
+def merge(
+    inputs: Annotated[list[Path], _InputsArg],
+    *,
+    output: Annotated[Path, _OutputOpt],
+    force: Annotated[bool, _ForceOpt] = False,
+) -> None:
+    """Merge run files (ranks of one job, or repeated runs) into one run file."""
+    from perfdiff.collect.merge import merge_run_files
+    from perfdiff.schema.io import load_run_file, save_run_file
+
+    files = [load_run_file(p) for p in inputs]
+    merged = merge_run_files(files, [str(p) for p in inputs], force=force)
+    path = save_run_file(merged, output)
+    ranks = sorted({r.rank for r in merged.runs if r.rank is not None})
+    devices = sorted({int(d) for r in merged.runs for d in set(r.kernels.device.tolist())})
+    state = "" if merged.status.state == "complete" else f" [INCOMPLETE: {merged.status.reason}]"
+    typer.echo(
+        f"perfdiff: wrote {path} - {len({r.index for r in merged.runs})} run(s), "
+        f"{len(merged.runs)} process(es), ranks {ranks or 'none'}, devices "
+        f"{', '.join(f'GPU {d}' for d in devices) or 'none'}{state}"
+    )

@@ -1,0 +1,374 @@
+"""The collector inside the user's process: started by ``boot/sitecustomize.py``.
+
+Lifecycle: :func:`activate` decides whether this process records (see :func:`should_record`),
+starts activity tracing *before the program's first line* (so before its first CUDA call),
+installs the cycle recorder behind ``perfdiff.cycle()`` / ``mark_cycle()`` and, with
+``--cycle-range``, the NVTX wrappers. PM sampling and NVML need to know the program's GPU,
+which is only known once the program has initialised CUDA, so they start at the first cycle
+mark after that (before the cycle's start is stamped, so their set-up cost falls outside it).
+
+At exit (normal exit, ``sys.exit``, an uncaught exception, Ctrl-C, or SIGTERM) the shard is
+written once, atomically, into the parent's shard folder: a complete run file of one run,
+marked incomplete when the program raised or was terminated. A process killed outright
+(SIGKILL, a segfault) writes nothing; the parent then records that run as empty and
+incomplete.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import platform
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import Any
+
+from perfdiff import __version__
+from perfdiff.collect.backends import MetricSampler, TraceBackend
+from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
+from perfdiff.collect.records import RawTrace, StringTable, build_tables
+from perfdiff.markers import set_active_recorder
+from perfdiff.schema.model import (
+    Collection,
+    CycleTable,
+    Environment,
+    MetricSeries,
+    Run,
+    RunFile,
+    Status,
+    Workload,
+)
+from perfdiff.schema.versions import CURRENT_VERSION
+
+_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+
+
+def should_record(environ: dict[str, str] | os._Environ[str], argv: list[str]) -> bool:
+    """Whether this process records: not a torchrun launcher, and no recording ancestor.
+
+    A torchrun launcher only starts workers (which record, one shard per rank); children of a
+    recording process (DataLoader workers, compile workers) inherit ``OWNER_ENV`` and skip, so
+    one program role yields one shard.
+    """
+    if environ.get(OWNER_ENV):
+        return False
+    joined = " ".join(argv[:4])
+    return not any(name in joined for name in _LAUNCHERS)
+
+
+def _env_int(name: str) -> int | None:
+    text = os.environ.get(name, "")
+    return int(text) if text.strip().lstrip("-").isdigit() else None
+
+
+class _Recorder:
+    """The process's :class:`perfdiff.markers.CycleRecorder`: flags the first ``warmup``
+    cycles and gives the samplers their chance to start before a cycle is stamped."""
+
+    def __init__(self, log: CycleLog, warmup: int, before_cycle: Any) -> None:
+        self.log = log
+        self.warmup = warmup
+        self.before_cycle = before_cycle
+        self.begun = 0
+        self.lock = threading.Lock()
+
+    def begin_cycle(self, label: str, warmup: bool) -> None:
+        self.before_cycle()
+        with self.lock:
+            self.log.begin_cycle(label, warmup or self.begun < self.warmup)
+            self.begun += 1
+
+    def end_cycle(self, *, completed: bool = True) -> None:
+        with self.lock:
+            self.log.end_cycle(completed=completed)
+
+
+class ChildCollector:
+    """One process's recording, from interpreter start to exit."""
+
+    def __init__(self, config: InjectConfig, trace: TraceBackend) -> None:
+        self.config = config
+        self.trace = trace
+        self.rank = _env_int("RANK")
+        self.log = CycleLog(clock_ns=trace.clock_ns)
+        self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
+        self.samplers: list[MetricSampler] = []
+        self.warnings: list[str] = []
+        self.failure: str | None = None
+        self.exit_code: int | None = None
+        self.nvtx: Any = None
+        self._samplers_tried = False
+        self._finished = False
+        self._previous_excepthook = sys.excepthook
+
+    # ---------------------------------------------------------------- start
+
+    def start(self) -> None:
+        self.trace.start()
+        set_active_recorder(self.recorder)
+        if self.config.cycle_range:
+            from perfdiff.collect.nvtx_cycles import NvtxCycles
+
+            self.nvtx = NvtxCycles(self.recorder, self.config.cycle_range)
+            self.nvtx.install()
+        atexit.register(self.finish)
+        sys.excepthook = self._excepthook
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL):
+            signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _excepthook(
+        self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
+    ) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            self.failure = f"interrupted (Ctrl-C) after {self.log.completed} cycles"
+            self.exit_code = 130
+        else:
+            text = " ".join(str(exc).split())[:300] or "(no message)"
+            self.failure = f"program raised {kind.__name__}: {text} (after {self.log.completed} " \
+                           "cycles)"
+            self.exit_code = 1
+        self._previous_excepthook(kind, exc, tb)
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        self.failure = f"terminated by SIGTERM after {self.log.completed} cycles"
+        self.exit_code = 128 + signum
+        self.finish()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def _start_samplers(self) -> None:
+        """PM sampling and NVML on the program's GPU, once CUDA is initialised there."""
+        if self._samplers_tried or self.config.backend != "cupti":
+            return
+        torch = sys.modules.get("torch")
+        if torch is None or not torch.cuda.is_initialized():
+            return  # not yet: try again at the next cycle mark
+        self._samplers_tried = True
+        device = int(torch.cuda.current_device())
+        cfg = self.config
+        if cfg.pm_sampling and cfg.metrics:
+            from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
+
+            try:
+                pm = PmSampler(cfg.metrics, cfg.sample_interval_ns, device, self.trace.clock_ns)
+                self.warnings.extend(pm.warnings)
+                pm.warnings.clear()
+                self._start_one(pm)
+            except PmSamplingUnavailable as exc:
+                self.warnings.append(str(exc))
+        if cfg.nvml:
+            from perfdiff.collect.environment import torch_device_info
+            from perfdiff.collect.nvml import NvmlSampler, NvmlUnavailable, load_nvml
+
+            try:
+                nvml = load_nvml()
+                uuid = torch_device_info(torch, device, nvml).uuid or None
+                nv = NvmlSampler(device, self.trace.clock_ns, cfg.nvml_interval_ms / 1000.0,
+                                 nvml=nvml, uuid=uuid)
+                self.warnings.extend(nv.warnings)
+                nv.warnings.clear()
+                self._start_one(nv)
+            except NvmlUnavailable as exc:
+                self.warnings.append(str(exc))
+
+    def _start_one(self, sampler: MetricSampler) -> None:
+        try:
+            sampler.start()
+        except Exception as exc:
+            self.warnings.append(f"{sampler.name} could not start ({exc}); not sampled")
+            return
+        self.samplers.append(sampler)
+
+    # ---------------------------------------------------------------- finish
+
+    def finish(self) -> None:
+        """Stop everything and write the shard (once; safe to call again)."""
+        if self._finished:
+            return
+        self._finished = True
+        set_active_recorder(None)
+        try:
+            run_file = self._stop_and_build()
+            from perfdiff.schema.io import save_run_file
+
+            name = shard_name(self.config.run_index, self.rank, os.getpid())
+            save_run_file(run_file, Path(self.config.shard_dir) / name)
+        except Exception as exc:  # the program's own exit must not turn into our traceback
+            print(f"perfdiff: warning: pid {os.getpid()} could not write its run shard "
+                  f"({type(exc).__name__}: {exc})", file=sys.stderr)
+
+    def _stop_and_build(self) -> RunFile:
+        torch = sys.modules.get("torch")
+        cuda_ready = torch is not None and self._cuda_initialized(torch)
+        if cuda_ready:
+            try:
+                torch.cuda.synchronize()  # type: ignore[union-attr]
+            except Exception as exc:
+                self.warnings.append(f"GPU synchronize failed at exit ({exc})")
+        metrics: list[MetricSeries] = []
+        for sampler in self.samplers:
+            try:
+                metrics.extend(sampler.stop())
+            except Exception as exc:
+                self.warnings.append(f"{sampler.name} failed at stop ({exc}); no samples")
+            self.warnings.extend(getattr(sampler, "warnings", []))
+        raw = RawTrace()
+        try:
+            raw = self.trace.stop()
+        except Exception as exc:
+            self.warnings.append(f"trace failed at stop ({exc}); kernels lost")
+        self.warnings.extend(getattr(self.trace, "warnings", []))
+        cycles = self._cycles(raw)
+        return self._run_file(raw, cycles, metrics, torch if cuda_ready else None)
+
+    @staticmethod
+    def _cuda_initialized(torch: Any) -> bool:
+        try:
+            return bool(torch.cuda.is_initialized())
+        except Exception:
+            return False
+
+    def _cycles(self, raw: RawTrace) -> CycleTable:
+        if self.config.cycle_ms:
+            from perfdiff.collect.window_cycles import fixed_windows
+
+            return fixed_windows(raw, self.config.cycle_ms, self.config.warmup)
+        table = self.log.table()
+        if table.index.size == 0:
+            if self.config.cycle_range:
+                seen = self.nvtx.ranges_seen if self.nvtx is not None else 0
+                self.warnings.append(
+                    f"no NVTX range named '{self.config.cycle_range}' completed in pid "
+                    f"{os.getpid()} ({seen} started); check the name, or use --cycle-ms"
+                )
+            else:
+                self.warnings.append(
+                    f"pid {os.getpid()} marked no cycles: wrap each iteration in "
+                    "perfdiff.cycle(), or pass --cycle-range NAME or --cycle-ms MS"
+                )
+        return table
+
+    def _environment(self, torch: Any) -> Environment:
+        if self.config.backend == "fake":
+            from perfdiff.collect.inject.fake_backend import fake_device
+
+            return Environment(host=socket.gethostname(), driver_version=None,
+                               cuda_version=None, cupti_version=None, torch_version=None,
+                               python_version=platform.python_version(),
+                               devices=(fake_device(0),))
+        from perfdiff.collect.environment import gather_environment
+
+        nvml = None
+        try:
+            from perfdiff.collect.nvml import load_nvml
+
+            nvml = load_nvml()
+        except Exception:
+            nvml = None
+        device = int(torch.cuda.current_device()) if torch is not None else 0
+        return gather_environment(torch, device, nvml)
+
+    def _run_file(
+        self, raw: RawTrace, cycles: CycleTable, metrics: list[MetricSeries], torch: Any
+    ) -> RunFile:
+        strings = StringTable()
+        tables = build_tables(raw, cycles, strings)
+        if tables.kernels_without_launch_record:
+            self.warnings.append(
+                f"{tables.kernels_without_launch_record} kernels had no launch API record; "
+                "they were assigned to cycles by GPU start time"
+            )
+        if raw.dropped_records:
+            self.warnings.append(f"CUPTI dropped {raw.dropped_records} activity records")
+        run = Run(
+            index=self.config.run_index, pid=os.getpid(), rank=self.rank,
+            exit_code=self.exit_code, cycles=cycles, kernels=tables.kernels,
+            memcpy=tables.memcpy, memset=tables.memset, metrics=tuple(metrics),
+            dropped_records=raw.dropped_records,
+        )
+        status = Status("incomplete", self.failure) if self.failure else Status("complete")
+        sources = [self.trace.name, *sorted({m.source for m in metrics})]
+        return RunFile(
+            schema_version=CURRENT_VERSION,
+            tool_version=__version__,
+            status=status,
+            environment=self._environment(torch),
+            collection=Collection(
+                metrics=tuple(dict.fromkeys(m.name for m in metrics if m.source == "pm_sampling")),
+                sample_interval_ns=self.config.sample_interval_ns,
+                sources=tuple(sources),
+                warnings=tuple(dict.fromkeys(self.warnings)),
+            ),
+            workload=Workload(name=program_name(self.config.command),
+                              params=program_params(self.config), command=self.config.command),
+            strings=tuple(strings.names),
+            runs=(run,),
+            created_unix_s=round(time.time(), 3),
+        )
+
+
+def program_name(command: tuple[str, ...]) -> str:
+    """What the report calls the program: ``train.py``, or ``-m pkg.mod``, or the command."""
+    args = list(command)
+    while args and (Path(args[0]).name.startswith("python") or args[0] == "-u"):
+        args.pop(0)
+        if args and args[0] == "-m" and len(args) > 1:
+            return f"-m {args[1]}"
+    for arg in args:
+        if arg.endswith(".py"):
+            return Path(arg).name
+    return Path(command[0]).name if command else "program"
+
+
+def program_params(config: InjectConfig) -> dict[str, Any]:
+    """How cycles were cut, as the run file's workload parameters."""
+    if config.cycle_ms:
+        marking = f"fixed {config.cycle_ms:g} ms windows"
+    elif config.cycle_range:
+        marking = f"NVTX range '{config.cycle_range}'"
+    else:
+        marking = "perfdiff.cycle() / mark_cycle()"
+    return {"cycles_from": marking, "warmup": config.warmup}
+
+
+def open_trace(config: InjectConfig) -> TraceBackend:
+    """The tracing backend the config names."""
+    if config.backend == "fake":
+        from perfdiff.collect.inject.fake_backend import FakeTrace
+
+        return FakeTrace()
+    if config.backend != "cupti":
+        raise ValueError(f"unknown backend {config.backend!r}")
+    from perfdiff.collect.cupti_activity import CuptiActivityBackend
+
+    return CuptiActivityBackend(trace_memory=config.trace_memory)
+
+
+_collector: ChildCollector | None = None
+
+
+def activate() -> ChildCollector | None:
+    """Start recording in this process if the config asks for it and it is ours to record."""
+    global _collector
+    text = os.environ.get(CONFIG_ENV, "")
+    if not text or _collector is not None:
+        return _collector
+    argv = list(getattr(sys, "orig_argv", sys.argv))
+    if not should_record(os.environ, argv):
+        return None
+    config = InjectConfig.from_env(text)
+    os.environ[OWNER_ENV] = str(os.getpid())
+    collector = ChildCollector(config, open_trace(config))
+    collector.start()
+    _collector = collector
+    return collector
+
+
+__all__ = ["ChildCollector", "activate", "open_trace", "program_name", "should_record"]

@@ -1,0 +1,80 @@
+"""The parent -> child contract: one JSON environment variable, and where shards go.
+
+Why JSON in one variable: the child parses it with ``json.loads`` (no eval, no pickle); one
+variable is set and removed as a unit, and a child that finds none does nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+CONFIG_ENV = "PERFDIFF_INJECT_CONFIG"
+OWNER_ENV = "PERFDIFF_INJECT_OWNER"  # set by the process that records, so its children do not
+BOOT_DIR = Path(__file__).resolve().parent / "boot"
+SHARD_GLOB = "run*-rank*-pid*.json.gz"
+
+
+@dataclass(frozen=True)
+class InjectConfig:
+    """What the child records and where it writes its shard."""
+
+    shard_dir: str
+    run_index: int = 0
+    cycle_range: str | None = None  # NVTX range name that marks one cycle
+    cycle_ms: float | None = None  # fixed windows instead of marked cycles
+    warmup: int = 0  # the first N cycles are flagged warm-up
+    metrics: tuple[str, ...] = ()
+    sample_interval_ns: int = 5_000
+    pm_sampling: bool = True
+    nvml: bool = True
+    nvml_interval_ms: float = 10.0
+    trace_memory: bool = True
+    backend: str = "cupti"  # "cupti", or "fake" (CPU tests: see fake_backend)
+    command: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_env(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_env(cls, text: str) -> InjectConfig:
+        """Parse the variable; a malformed one raises ValueError (the child then warns)."""
+        raw = json.loads(text)
+        if not isinstance(raw, dict):
+            raise ValueError(f"{CONFIG_ENV} is not a JSON object")
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ValueError(f"{CONFIG_ENV} has unknown keys {unknown}")
+        for key in ("metrics", "command"):
+            if key in raw:
+                raw[key] = tuple(str(v) for v in raw[key])
+        return cls(**raw)
+
+
+def shard_name(run_index: int, rank: int | None, pid: int) -> str:
+    """``run0-rank1-pid1234.json.gz``; ``rankx`` when the process has no rank."""
+    return f"run{run_index}-rank{'x' if rank is None else rank}-pid{pid}.json.gz"
+
+
+def child_environment(base: dict[str, str], config: InjectConfig) -> dict[str, str]:
+    """``base`` with the boot folder first on PYTHONPATH and the config set."""
+    env = dict(base)
+    env.pop(OWNER_ENV, None)
+    path = env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(BOOT_DIR) + (os.pathsep + path if path else "")
+    env[CONFIG_ENV] = config.to_env()
+    return env
+
+
+__all__ = [
+    "BOOT_DIR",
+    "CONFIG_ENV",
+    "OWNER_ENV",
+    "SHARD_GLOB",
+    "InjectConfig",
+    "child_environment",
+    "shard_name",
+]

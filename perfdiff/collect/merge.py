@@ -1,0 +1,169 @@
+"""Merge run files (shards of ranks, repeated runs, separate recordings) into one run file.
+
+Why the rules below:
+- Kernel names are re-interned into one string table, so every run indexes the same names.
+- A run is one process. Runs keep their ``index`` (the repetition they belong to) and
+  ``rank``; when two inputs hold the same (index, rank) (e.g. two separate one-run recordings)
+  runs are renumbered in input order, so replicates stay distinct ``run`` values.
+- Under torchrun every rank sees its own GPU under whatever ordinal its process used; the merged
+  file names devices by rank (rank r -> ``GPU r``), so the report's Device column reads
+  GPU 0 .. K-1 and lines up with the ranks.
+- The merged file is incomplete if any input was, with every reason kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from perfdiff import __version__
+from perfdiff.errors import InputError
+from perfdiff.schema.model import (
+    Collection,
+    DeviceInfo,
+    Environment,
+    KernelName,
+    Run,
+    RunFile,
+    Status,
+)
+from perfdiff.schema.versions import CURRENT_VERSION
+
+
+def merge_run_files(
+    files: Sequence[RunFile], sources: Sequence[str] | None = None, *, force: bool = False
+) -> RunFile:
+    """One run file holding every run of ``files`` (see the module docstring)."""
+    if not files:
+        raise InputError("nothing to merge: give at least one run file")
+    names = list(sources) if sources is not None else [f"input {i}" for i in range(len(files))]
+    _check_same_workload(files, names, force)
+    strings: list[KernelName] = []
+    ids: dict[tuple[str, str], int] = {}
+    per_file_runs: list[list[Run]] = []
+    for run_file in files:
+        remap = np.asarray(
+            [_intern(ids, strings, name) for name in run_file.strings], dtype=np.int64
+        )
+        per_file_runs.append([_reindex_names(run, remap) for run in run_file.runs])
+    runs = _numbered(per_file_runs)
+    if any(run.rank is not None for run in runs):
+        runs = [_devices_by_rank(run) for run in runs]
+    runs.sort(key=lambda r: (r.index, -1 if r.rank is None else r.rank, r.pid))
+    first = files[0]
+    return RunFile(
+        schema_version=CURRENT_VERSION,
+        tool_version=__version__,
+        status=_status(files, names),
+        environment=_environment(files, runs),
+        collection=_collection(files),
+        workload=first.workload,
+        strings=tuple(strings),
+        runs=tuple(runs),
+        created_unix_s=round(time.time(), 3),
+    )
+
+
+def _check_same_workload(files: Sequence[RunFile], names: Sequence[str], force: bool) -> None:
+    first = files[0].workload.name
+    for run_file, name in zip(files, names, strict=True):
+        if run_file.workload.name != first and not force:
+            raise InputError(
+                f"{name}: workload '{run_file.workload.name}' differs from '{first}' in "
+                f"{names[0]}; merge only recordings of one workload (or pass --force)"
+            )
+
+
+def _intern(ids: dict[tuple[str, str], int], strings: list[KernelName], name: KernelName) -> int:
+    key = (name.mangled, name.demangled)
+    found = ids.get(key)
+    if found is None:
+        found = ids[key] = len(strings)
+        strings.append(name)
+    return found
+
+
+def _reindex_names(run: Run, remap: np.ndarray[tuple[int], np.dtype[np.int64]]) -> Run:
+    kernels = run.kernels
+    if kernels.name_id.size:
+        kernels = dataclasses.replace(kernels, name_id=remap[kernels.name_id])
+    return dataclasses.replace(run, kernels=kernels)
+
+
+def _numbered(per_file_runs: list[list[Run]]) -> list[Run]:
+    """Keep run indices when (index, rank) is unique, else renumber by (input, index)."""
+    flat = [run for runs in per_file_runs for run in runs]
+    keys = [(run.index, run.rank) for run in flat]
+    if len(set(keys)) == len(keys):
+        return flat
+    numbers: dict[tuple[int, int], int] = {}
+    out = []
+    for file_no, runs in enumerate(per_file_runs):
+        for run in runs:
+            number = numbers.setdefault((file_no, run.index), len(numbers))
+            out.append(dataclasses.replace(run, index=number))
+    return out
+
+
+def _devices_by_rank(run: Run) -> Run:
+    """Every device of a rank's run becomes ``rank`` (one GPU per rank, as torchrun runs)."""
+    if run.rank is None:
+        return run
+    rank = run.rank
+    k, c, s = run.kernels, run.memcpy, run.memset
+    return dataclasses.replace(
+        run,
+        kernels=dataclasses.replace(k, device=np.full_like(k.device, rank)),
+        memcpy=dataclasses.replace(c, device=np.full_like(c.device, rank)),
+        memset=dataclasses.replace(s, device=np.full_like(s.device, rank)),
+        metrics=tuple(dataclasses.replace(m, device=rank) for m in run.metrics),
+    )
+
+
+def _status(files: Sequence[RunFile], names: Sequence[str]) -> Status:
+    reasons = [
+        f"{name}: {f.status.reason or 'incomplete'}"
+        for f, name in zip(files, names, strict=True)
+        if f.status.state != "complete"
+    ]
+    if not reasons:
+        return Status("complete")
+    return Status("incomplete", "; ".join(dict.fromkeys(reasons)))
+
+
+def _environment(files: Sequence[RunFile], runs: list[Run]) -> Environment:
+    """The first file's environment with every input's devices (by rank when ranked)."""
+    devices: dict[int, DeviceInfo] = {}
+    ranked = any(run.rank is not None for run in runs)
+    for run_file in files:
+        file_ranks = {run.rank for run in run_file.runs}
+        for device in run_file.environment.devices:
+            if ranked and len(file_ranks) == 1 and None not in file_ranks:
+                rank = next(iter(file_ranks))
+                assert rank is not None
+                device = dataclasses.replace(device, index=rank)
+            devices.setdefault(device.index, device)
+    first = files[0].environment
+    return dataclasses.replace(first, devices=tuple(devices[i] for i in sorted(devices)))
+
+
+def _collection(files: Sequence[RunFile]) -> Collection:
+    first = files[0].collection
+    warnings = [w for f in files for w in f.collection.warnings]
+    intervals = {f.collection.sample_interval_ns for f in files}
+    if len(intervals) > 1:
+        warnings.append(
+            f"merged inputs used different PM sampling intervals ({sorted(intervals)} ns)"
+        )
+    return Collection(
+        metrics=tuple(dict.fromkeys(m for f in files for m in f.collection.metrics)),
+        sample_interval_ns=first.sample_interval_ns,
+        sources=tuple(dict.fromkeys(s for f in files for s in f.collection.sources)),
+        warnings=tuple(dict.fromkeys(warnings)),
+    )
+
+
+__all__ = ["merge_run_files"]

@@ -1,0 +1,281 @@
+"""Cycle boundaries from NVTX ranges (``--cycle-range NAME``), captured in-process.
+
+Why in-process wrappers rather than CUPTI's NVTX records: CUPTI sees NVTX only when libnvtx
+loads it as its *injection library*, which happens once, at the process's first NVTX call, and
+only if ``NVTX_INJECTION64_PATH`` was set at that moment; then CUPTI reports ranges as MARKER
+activity records, whose host timestamps still have to be matched to launches. Capturing the
+calls where the program makes them is simpler and exact: the cycle starts and ends at the
+very instant the program pushes and pops its range, on the trace clock, in the thread that
+made the call, whether or not any NVTX library or injection is present. (What was measured on
+the GPU about CUPTI's own NVTX records is in docs/howto/user-programs.md.)
+
+Wrapped, once the module is imported (by the program, at any time): ``nvtx.push_range`` /
+``pop_range``, ``nvtx.start_range`` / ``end_range``, ``nvtx.annotate`` (context manager and
+decorator), and ``torch.cuda.nvtx.range_push`` / ``range_pop`` / ``range_start`` /
+``range_end`` (``torch.cuda.nvtx.range`` calls push/pop through the module, so it is covered).
+Only ranges whose message equals NAME open and close cycles; others nest freely inside.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.abc
+import importlib.machinery
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+from perfdiff.markers import CycleRecorder
+
+ModuleHook = Callable[[ModuleType], None]
+
+
+class NvtxCycles:
+    """Turns pushes and pops of the range named ``name`` into cycle boundaries."""
+
+    def __init__(self, recorder: CycleRecorder, name: str) -> None:
+        self.recorder = recorder
+        self.name = name
+        self._local = threading.local()
+        self.ranges_seen = 0
+
+    def _stack(self) -> list[bool]:
+        stack: list[bool] | None = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = []
+            self._local.stack = stack
+        return stack
+
+    def push(self, message: object) -> None:
+        is_cycle = _message_text(message) == self.name
+        self._stack().append(is_cycle)
+        if is_cycle:
+            self.ranges_seen += 1
+            self.recorder.begin_cycle("", False)
+
+    def pop(self) -> None:
+        stack = self._stack()
+        if stack and stack.pop():
+            self.recorder.end_cycle()
+
+    def start(self, message: object) -> bool:
+        """A non-nested range started; returns whether it opened a cycle."""
+        is_cycle = _message_text(message) == self.name
+        if is_cycle:
+            self.ranges_seen += 1
+            self.recorder.begin_cycle("", False)
+        return is_cycle
+
+    def end(self, is_cycle: bool) -> None:
+        if is_cycle:
+            self.recorder.end_cycle()
+
+    # ------------------------------------------------------------------ wrapping modules
+
+    def patch_nvtx(self, module: ModuleType) -> None:
+        """Wrap the ``nvtx`` package's range functions and ``annotate``."""
+        cycles = self
+        _wrap(module, "push_range", lambda args, kw: cycles.push(_arg(args, kw, "message")))
+        _wrap(module, "pop_range", lambda args, kw: None, after=lambda result: cycles.pop())
+        _wrap_start_end(module, "start_range", "end_range", self)
+        original = getattr(module, "annotate", None)
+        if isinstance(original, type) and not getattr(original, "_perfdiff_wrapped", False):
+
+            class annotate(original):  # type: ignore[misc, valid-type]
+                _perfdiff_wrapped = True
+
+                def __init__(self, *args: Any, **kwargs: Any) -> None:
+                    super().__init__(*args, **kwargs)
+                    self._perfdiff_message = _arg(args, kwargs, "message")
+
+                def __enter__(self) -> Any:
+                    result = super().__enter__()
+                    cycles.push(self._perfdiff_message)
+                    return result
+
+                def __exit__(self, *exc: object) -> Any:
+                    cycles.pop()
+                    return super().__exit__(*exc)
+
+                def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:
+                    # The decorator form pushes through the C library, not __enter__.
+                    inner = super().__call__(func)
+                    message = self._perfdiff_message or getattr(func, "__name__", None)
+
+                    @functools.wraps(func)
+                    def ranged(*args: Any, **kwargs: Any) -> Any:
+                        cycles.push(message)
+                        try:
+                            return inner(*args, **kwargs)
+                        finally:
+                            cycles.pop()
+
+                    return ranged
+
+            annotate.__name__ = annotate.__qualname__ = original.__name__
+            module.annotate = annotate  # type: ignore[attr-defined]
+
+    def patch_torch_nvtx(self, module: ModuleType) -> None:
+        """Wrap ``torch.cuda.nvtx``'s push/pop and start/end."""
+        cycles = self
+        _wrap(module, "range_push", lambda args, kw: cycles.push(_arg(args, kw, "msg")))
+        _wrap(module, "range_pop", lambda args, kw: None, after=lambda result: cycles.pop())
+        _wrap_start_end(module, "range_start", "range_end", self)
+
+    def install(self) -> None:
+        """Patch the modules now if imported, else as soon as the program imports them."""
+        when_imported({"nvtx": self.patch_nvtx, "torch.cuda.nvtx": self.patch_torch_nvtx})
+
+
+def _message_text(message: object) -> str | None:
+    if message is None:
+        return None
+    return str(getattr(message, "message", message))
+
+
+def _arg(args: Sequence[Any], kwargs: dict[str, Any], name: str) -> Any:
+    if args:
+        return args[0]
+    return kwargs.get(name)
+
+
+def _wrap(
+    module: ModuleType,
+    attr: str,
+    before: Callable[[Sequence[Any], dict[str, Any]], None],
+    after: Callable[[Any], None] | None = None,
+) -> None:
+    original = getattr(module, attr, None)
+    if original is None or getattr(original, "_perfdiff_wrapped", False):
+        return
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        before(args, kwargs)
+        result = original(*args, **kwargs)
+        if after is not None:
+            after(result)
+        return result
+
+    wrapper._perfdiff_wrapped = True  # type: ignore[attr-defined]
+    setattr(module, attr, wrapper)
+
+
+class _RangeToken:
+    """What a wrapped ``start_range`` returns: the library's own id (which may be None when
+    NVTX is disabled) and whether the range opened a cycle; ``end_range`` unwraps it."""
+
+    __slots__ = ("inner", "is_cycle")
+
+    def __init__(self, inner: Any, is_cycle: bool) -> None:
+        self.inner = inner
+        self.is_cycle = is_cycle
+
+
+def _wrap_start_end(module: ModuleType, start: str, end: str, cycles: NvtxCycles) -> None:
+    original_start = getattr(module, start, None)
+    original_end = getattr(module, end, None)
+    if original_start is None or original_end is None:
+        return
+    if getattr(original_start, "_perfdiff_wrapped", False):
+        return
+
+    @functools.wraps(original_start)
+    def start_wrapper(*args: Any, **kwargs: Any) -> Any:
+        is_cycle = cycles.start(_arg(args, kwargs, "msg" if "msg" in kwargs else "message"))
+        return _RangeToken(original_start(*args, **kwargs), is_cycle)
+
+    @functools.wraps(original_end)
+    def end_wrapper(range_id: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(range_id, _RangeToken):
+            cycles.end(range_id.is_cycle)
+            range_id = range_id.inner
+        return original_end(range_id, *args, **kwargs)
+
+    for wrapper in (start_wrapper, end_wrapper):
+        wrapper._perfdiff_wrapped = True  # type: ignore[attr-defined]
+    setattr(module, start, start_wrapper)
+    setattr(module, end, end_wrapper)
+
+
+# ---------------------------------------------------------------------- post-import hooks
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Runs a hook right after a named module has executed (for modules imported later)."""
+
+    def __init__(self) -> None:
+        self.hooks: dict[str, ModuleHook] = {}
+        self._busy: set[str] = set()
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        hook = self.hooks.get(fullname)
+        if hook is None or fullname in self._busy:
+            return None
+        self._busy.add(fullname)
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self._busy.discard(fullname)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _HookedLoader(spec.loader, hook)
+        return spec
+
+
+class _HookedLoader(importlib.abc.Loader):
+    def __init__(self, inner: Any, hook: ModuleHook) -> None:
+        self._inner = inner
+        self._hook = hook
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        result: ModuleType | None = self._inner.create_module(spec)
+        return result
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__loader__ = self._inner
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._inner
+        self._inner.exec_module(module)
+        _run_hook(self._hook, module)
+
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ... of the real loader
+        return getattr(self._inner, name)
+
+
+_finder: _AfterImport | None = None
+
+
+def _run_hook(hook: ModuleHook, module: ModuleType) -> None:
+    try:
+        hook(module)
+    except Exception as exc:  # a wrapper that fails must not break the program's import
+        print(f"perfdiff: warning: could not wrap {module.__name__} for cycle ranges ({exc})",
+              file=sys.stderr)
+
+
+def when_imported(hooks: dict[str, ModuleHook]) -> None:
+    """Run each hook on its module now if it is imported, else right after its import."""
+    global _finder
+    for name, hook in hooks.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            _run_hook(hook, module)
+            continue
+        if _finder is None:
+            _finder = _AfterImport()
+            sys.meta_path.insert(0, _finder)
+        _finder.hooks[name] = hook
+
+
+__all__ = ["NvtxCycles", "when_imported"]
