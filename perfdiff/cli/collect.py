@@ -45,6 +45,17 @@ def _list_workloads() -> str:
     return "\n".join(lines)
 
 
+def _is_program(first: str, rest: list[str]) -> bool:
+    """``-- CMD ARGS...``: anything with arguments, a .py script, or a command on PATH."""
+    import shutil
+
+    from perfdiff.collect.workloads import workload_names
+
+    if not first or first in workload_names():
+        return bool(rest)
+    return bool(rest) or first.endswith(".py") or shutil.which(first) is not None
+
+
 def summary_line(run_file: RunFile, path: Path) -> str:
     """One line: where, how many cycles/kernels/samples, dropped records, warnings."""
     run = run_file.runs[0]
@@ -104,10 +115,15 @@ _ContendOpt = typer.Option(
     help="Share of time (0-1) a second process keeps the GPU busy with matrix products."
 )
 _ListOpt = typer.Option("--list", help="List built-in workloads and their parameters.")
+# User programs (perfdiff collect [options] -- CMD ARGS...; see cli/collect_program.py)
+_RangeOpt = typer.Option(help="User program: NVTX range name that marks one cycle.")
+_CycleMsOpt = typer.Option(help="User program: cut cycles as fixed windows of this many ms.")
+_RunsOpt = typer.Option(help="User program: run it N times (N fresh processes, N runs).")
 
 
-@app.command()
+@app.command(context_settings={"allow_extra_args": True})
 def collect(
+    ctx: typer.Context,
     workload: Annotated[str, typer.Argument(help=_WORKLOAD_HELP)] = "",
     *,
     output: Annotated[Path, _OutputOpt] = Path("run.json.gz"),
@@ -128,6 +144,9 @@ def collect(
     device: Annotated[int, typer.Option(help="CUDA device index.")] = 0,
     list_workloads: Annotated[bool, _ListOpt] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    cycle_range: Annotated[str | None, _RangeOpt] = None,
+    cycle_ms: Annotated[float | None, _CycleMsOpt] = None,
+    runs: Annotated[int, _RunsOpt] = 1,
 ) -> None:
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
     from perfdiff.collect.contend import Contender
@@ -141,6 +160,25 @@ def collect(
     if list_workloads:
         typer.echo(_list_workloads())
         return
+    if _is_program(workload, ctx.args):
+        from perfdiff.cli.collect_program import collect_program
+
+        extra = list(metric or [])
+        collect_program(
+            [workload, *ctx.args], output=output, runs=runs, cycle_range=cycle_range,
+            cycle_ms=cycle_ms, warmup=warmup, sample_interval_ns=sample_interval_ns,
+            metrics=tuple(extra) if only_metrics else tuple(dict.fromkeys((*DEFAULT_METRICS,
+                                                                           *extra))),
+            pm_sampling=not no_pm, nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms,
+            trace_memory=not no_memory,
+        )
+        return
+    if runs != 1 or cycle_range or cycle_ms is not None:
+        raise WorkloadParamError(
+            "--runs, --cycle-range and --cycle-ms apply to your own program "
+            "(perfdiff collect [options] -- CMD ARGS...); for a built-in workload run "
+            "collect N times and join the files with perfdiff merge"
+        )
     if not workload:
         raise WorkloadParamError("name a workload (perfdiff collect --list shows them)")
     cls = get_workload_class(workload)
