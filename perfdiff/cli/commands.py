@@ -9,4 +9,5 @@ from perfdiff.cli import (  # noqa: F401
     collect,
     compare,
     kernels,
+    merge,
 )
