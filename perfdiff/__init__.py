@@ -9,4 +9,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from perfdiff.markers import cycle, end_cycle, mark_cycle
+
+__all__ = ["__version__", "cycle", "end_cycle", "mark_cycle"]
