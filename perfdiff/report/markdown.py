@@ -157,11 +157,16 @@ def _q_text(q: float) -> str:
     return "q" + _p_text(q)[1:]
 
 
-def _device_cell(device: str, pid: int | None, comparison: Comparison) -> str:
+def _device_text(device: str, pid: int | None, comparison: Comparison) -> str:
+    """``GPU 7``, or ``GPU 7 (pid 923229)`` when the comparison holds several processes."""
     pids = {r.pid for r in comparison.rows} | {d.pid for d in comparison.devices}
     if pid is not None and len(pids) > 1:
-        return md_cell(f"{device} (pid {pid})")
-    return md_cell(device)
+        return f"{device} (pid {pid})"
+    return device
+
+
+def _device_cell(device: str, pid: int | None, comparison: Comparison) -> str:
+    return md_cell(_device_text(device, pid, comparison))
 
 
 def _device_table(comparison: Comparison) -> str:
@@ -264,8 +269,8 @@ def _moved(before: float, after: float) -> str:
 
 
 def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
-    where = _device_cell(finding.device, finding.pid, comparison)
-    lines = [f"- **{md_code(finding.function)}** on device `{where}`: **{finding.verdict}**."]
+    where = md_code(_device_text(finding.device, finding.pid, comparison))
+    lines = [f"- **{md_code(finding.function)}** on device {where}: **{finding.verdict}**."]
     if finding.verdict in ("appeared", "vanished"):
         lines.append(f"  - Time per cycle {fmt_ms(finding.time_ms_normal)} ms → "
                      f"{fmt_ms(finding.time_ms_abnormal)} ms.")
