@@ -231,3 +231,12 @@ def test_plots_without_matplotlib_fail_early_with_one_line(
                              str(tmp_path / "p"), "-o", str(report))
     assert_one_line_error(code, out, err, ExitCode.USAGE, "perfdiff[plots]")
     assert not report.exists()  # nothing written before the option was checked
+
+
+def test_terminal_gets_the_rich_summary(run_cli: Runner, inputs: dict[str, str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, out, err = run_cli("compare", inputs["normal"], inputs["slow"])
+    assert code == ExitCode.OK, err
+    assert "Key findings" in out and "Top functions" in out
+    assert "## 1. High-Level" not in out

@@ -116,3 +116,15 @@ def test_hostile_names_stay_on_one_line(tmp_path: Path, run_cli: Runner) -> None
     assert len(out.splitlines()) == 1 + 2 * len(ODD_NAMES)
     code, out, _ = run_cli("kernels", str(path), "--by", "name", "--names", "full")
     assert all(line.count("|") - line.count("\\|") == 8 for line in out.splitlines())
+
+
+def test_terminal_gets_a_rich_table(run_cli: Runner, run_path: str,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, out, _ = run_cli("kernels", run_path)
+    assert code == ExitCode.OK
+    assert "Latency (ns)" in out and "|" not in out
+    code, out, _ = run_cli("kernels", run_path, "--by", "name")
+    assert code == ExitCode.OK and "Share (%)" in out
+    code, out, _ = run_cli("kernels", run_path, "--plain")
+    assert out.startswith("Kernel ")
