@@ -6,6 +6,7 @@ its documented exit code (docs/reference/exit-codes.md); no user error prints a 
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -53,3 +54,14 @@ def main() -> None:
     except KeyboardInterrupt:
         print("perfdiff: interrupted", file=sys.stderr)
         sys.exit(ExitCode.INTERRUPTED)
+    except Exception as exc:
+        # A bug, not a user error: exit INTERNAL (70), never Python's default 1, which CI would
+        # read as ExitCode.REGRESSION. PERFDIFF_DEBUG=1 re-raises for the traceback.
+        if os.environ.get("PERFDIFF_DEBUG"):
+            raise
+        print(
+            f"perfdiff: internal error: {type(exc).__name__}: {exc}; please report it "
+            "(rerun with PERFDIFF_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        sys.exit(ExitCode.INTERNAL)

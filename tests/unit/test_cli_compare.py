@@ -240,3 +240,21 @@ def test_terminal_gets_the_rich_summary(run_cli: Runner, inputs: dict[str, str],
     assert code == ExitCode.OK, err
     assert "Key findings" in out and "Top functions" in out
     assert "## 1. High-Level" not in out
+
+
+def test_a_bug_exits_internal_not_regression(run_cli: Runner, inputs: dict[str, str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python's default exit code for a crash is 1 = REGRESSION: CI would misread it."""
+    import perfdiff.analysis.comparison as comparison_module
+
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(comparison_module, "compare_tables", broken)
+    monkeypatch.delenv("PERFDIFF_DEBUG", raising=False)
+    code, out, err = run_cli("compare", inputs["normal"], inputs["again"])
+    assert code == ExitCode.INTERNAL and out == ""
+    assert err.strip().splitlines() == [
+        "perfdiff: internal error: RuntimeError: boom; please report it "
+        "(rerun with PERFDIFF_DEBUG=1 for the traceback)"
+    ]
