@@ -27,7 +27,7 @@ SEED_REPORT = Path(os.environ.get("PERFDIFF_SEEDS", "/work/shared/seeds")) / (
 )
 FIXTURE_PAIRS = {
     "gpt-infer": ("gpt-infer-normal.json.gz", "gpt-infer-contended.json.gz"),
-    "train-step": ("train-step-normal.json.gz", "train-step-abnormal.json.gz"),
+    "train-step": ("train-step-normal.json.gz", "train-step-adamw-loop.json.gz"),
 }
 
 
@@ -103,3 +103,17 @@ def test_gpu_fixture_reports(workload: str, update_golden: bool) -> None:
         pytest.skip(f"GPU fixtures {normal_name} / {abnormal_name} not recorded yet")
     comparison = _portable(build_comparison(normal, abnormal, CompareOptions()), REPO)
     check_golden(render_markdown(comparison), f"fixtures-{workload}.md", update_golden)
+
+
+def test_contended_gpt_infer_puts_gemm_and_tensor_utilisation_first() -> None:
+    """Issue 3 acceptance: the contended run's first finding is a GEMM kernel, with tensor-pipe
+    utilisation among the metrics that moved with it."""
+    normal_name, abnormal_name = FIXTURE_PAIRS["gpt-infer"]
+    normal, abnormal = REPO / "fixtures" / normal_name, REPO / "fixtures" / abnormal_name
+    if not (normal.exists() and abnormal.exists()):
+        pytest.skip("GPU fixtures not recorded yet")
+    comparison = build_comparison(normal, abnormal, CompareOptions())
+    assert comparison.findings, "no finding for a run contended half of the time"
+    first = comparison.findings[0]
+    assert "gemm" in first.function.lower() or "cutlass" in first.function.lower(), first.function
+    assert any("tensor" in move.metric for move in first.metric_moves), first.metric_moves
