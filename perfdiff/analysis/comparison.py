@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.inventory import inventory_changes, present_functions
@@ -38,8 +39,11 @@ from perfdiff.analysis.model import (
 )
 from perfdiff.analysis.sides import SideMeta
 from perfdiff.analysis.stats import (
+    REL_SE_FLOOR,
+    batch_variance_inflation,
     bh_qvalues,
     bootstrap_delta_ci,
+    lag1_autocorrelation,
     mann_whitney_p,
     minimum_detectable,
     welch,
@@ -53,6 +57,7 @@ from perfdiff.analysis.summary import (
 )
 from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_of, side_units
 from perfdiff.errors import InputError
+from perfdiff.schema.model import FloatArray
 
 CHANGE: frozenset[str] = frozenset({"slower", "faster"})
 MIN_METRIC_MOVE_REL = 0.01  # a μ move smaller than 1 % of its baseline is not worth a sentence
@@ -104,7 +109,7 @@ def compare_tables(
     cycle_ms_by_pid = (
         tables[0].drop_duplicates([C.RUN, C.PID, C.CYCLE]).groupby(C.PID)[C.CYCLE_MS].mean()
     )
-    rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid)
+    rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid, unit)
     findings = _findings(rows, opts, comparable)
     rows = _rank(rows, findings)
     return Comparison(
@@ -114,7 +119,15 @@ def compare_tables(
         rows=tuple(rows),
         findings=tuple(findings),
         inventory=tuple(inventory),
-        devices=tuple(device_summaries(units, opts, comparable, cycle_ms_by_pid)),
+        devices=tuple(
+            device_summaries(
+                units,
+                opts,
+                comparable,
+                cycle_ms_by_pid,
+                lambda g: noise_model(units, g, opts, unit)[0],
+            )
+        ),
         test_unit=unit,
         options=opts,
         mde_pct=mde_pct,
@@ -214,6 +227,7 @@ def _rows(
     opts: CompareOptions,
     comparable: bool,
     cycle_ms_by_pid: pd.Series,
+    unit: TestUnit,
 ) -> tuple[list[MetricRow], list[InventoryChange], float]:
     fstats: list[_FunctionStats] = []
     metric_blocks: list[pd.DataFrame] = []
@@ -225,7 +239,7 @@ def _rows(
         if not common:
             continue
         cycle_ms = float(cycle_ms_by_pid.get(pid, math.nan))
-        block = _function_stats(units, group, common, opts, comparable, cycle_ms)
+        block = _function_stats(units, group, common, opts, comparable, cycle_ms, unit)
         fstats.extend(block)
         metric_blocks.append(_metric_stats(units, group, common))
     # Tests that can never pass the practical threshold (|Δ| <= mean_n + mean_a <= threshold)
@@ -256,14 +270,26 @@ def _function_stats(
     opts: CompareOptions,
     comparable: bool,
     cycle_ms: float,
+    unit: TestUnit,
 ) -> list[_FunctionStats]:
     t = [group_rows(u.time_ms, group).reindex(columns=common).to_numpy() for u in units]
     b = [group_rows(u.beta_pct, group).reindex(columns=common).to_numpy() for u in units]
-    w_time = welch(t[0], t[1])
-    w_beta = welch(b[0], b[1])
+    rel_floor, batched = noise_model(units, group, opts, unit)
+    scale_t = _inflation(units, group, common, "time", batched, opts.n_batches)
+    scale_b = _inflation(units, group, common, "beta", batched, opts.n_batches)
+    w_time = welch(
+        t[0], t[1], rel_floor=rel_floor, var_scale_normal=scale_t[0], var_scale_abnormal=scale_t[1]
+    )
+    w_beta = welch(
+        b[0], b[1], rel_floor=rel_floor, var_scale_normal=scale_b[0], var_scale_abnormal=scale_b[1]
+    )
     u_beta = mann_whitney_p(b[0], b[1])
     ci_low, ci_high = bootstrap_delta_ci(
-        t[0], t[1], resamples=opts.bootstrap_resamples, rng=_rng_for(group, opts.seed)
+        t[0],
+        t[1],
+        resamples=opts.bootstrap_resamples,
+        rng=_rng_for(group, opts.seed),
+        target_se=w_time.se,
     )
     primary = w_time if comparable else w_beta
     threshold = (
@@ -272,7 +298,11 @@ def _function_stats(
         else opts.practical_threshold_pct
     )
     m_tests = max(1, len(common))
-    mde = minimum_detectable(primary.se, primary.df, opts.alpha / m_tests)
+    # 80 % power for a change that must also *exceed* the practical threshold
+    mde = np.fmax(
+        minimum_detectable(primary.se, primary.df, opts.alpha / m_tests),
+        threshold + sps.t.ppf(0.8, primary.df) * primary.se,
+    )
     types = {**group_types(units[1].func_type, group), **group_types(units[0].func_type, group)}
     out = []
     for j, name in enumerate(common):
@@ -299,10 +329,55 @@ def _function_stats(
                 primary_delta=float(primary.delta[j]),
                 size_n=abs(float(primary.mean_normal[j])),
                 size_a=abs(float(primary.mean_abnormal[j])),
-                mde=float(max(mde[j], threshold)) if np.isfinite(mde[j]) else math.nan,
+                mde=float(mde[j]) if np.isfinite(mde[j]) else math.nan,
             )
         )
     return out
+
+
+def noise_model(
+    units: tuple[SideUnits, SideUnits], group: tuple[int, str], opts: CompareOptions, unit: str
+) -> tuple[float, bool]:
+    """Relative SE floor and whether batch means are in use, for one (pid, device).
+
+    A side recorded in one run cannot show run-to-run variation, yet a second run would differ
+    by about ``run_cv_pct``: each such side adds that much (relative) to the floor of the SE.
+    """
+    if unit == "runs":
+        return REL_SE_FLOOR, False
+    cv = opts.run_cv_pct / 100.0
+    single = [_runs_in(u, group) < 2 for u in units]
+    floor = float(np.sqrt(sum(cv**2 for s in single if s)))
+    return max(REL_SE_FLOOR, floor), True
+
+
+def _runs_in(u: SideUnits, group: tuple[int, str]) -> int:
+    index = u.per_cycle_time_ms.index
+    mask = (index.get_level_values(C.PID) == group[0]) & (
+        index.get_level_values(C.DEVICE) == group[1]
+    )
+    return len(set(index.get_level_values(C.RUN)[mask]))
+
+
+def _inflation(
+    units: tuple[SideUnits, SideUnits],
+    group: tuple[int, str],
+    common: list[str],
+    what: str,
+    batched: bool,
+    n_batches: int,
+) -> tuple[FloatArray, FloatArray]:
+    """Per-side variance inflation of batch means for autocorrelated cycles (1 for runs)."""
+    out = []
+    for u in units:
+        frame = u.per_cycle_time_ms if what == "time" else u.per_cycle_beta_pct
+        series = group_rows(frame, group).reindex(columns=common).fillna(0.0).to_numpy()
+        if not batched:
+            out.append(np.ones(len(common)))
+            continue
+        rho = lag1_autocorrelation(series)
+        out.append(batch_variance_inflation(rho, series.shape[0], n_batches))
+    return out[0], out[1]
 
 
 def _verdict(f: _FunctionStats, alpha: float) -> Verdict:

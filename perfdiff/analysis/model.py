@@ -35,6 +35,9 @@ class CompareOptions:
     seed: int = 0  # bootstrap RNG seed: output is deterministic
     top: int = 3  # key findings to describe in prose
     force: bool = False  # compare runs from different GPU models / workloads anyway
+    # added by the statistics: run-to-run variation (coefficient of variation, %) assumed when a
+    # side has one run, since one run cannot show it (docs/explanation/statistics.md)
+    run_cv_pct: float = 2.0
 
 
 @dataclass(frozen=True)

@@ -59,13 +59,16 @@ def welch(
     *,
     rel_floor: float = REL_SE_FLOOR,
     abs_floor: float = ABS_SE_FLOOR,
+    var_scale_normal: FloatArray | float = 1.0,
+    var_scale_abnormal: FloatArray | float = 1.0,
 ) -> WelchResult:
     """Two-sided Welch test per column with a floored standard error.
 
     ``normal`` and ``abnormal`` are 2-D (samples x columns), NaN for missing samples.
     SE² = s_n²/n_n + s_a²/n_a + floor², floor = max(abs_floor, rel_floor · max(|m_n|, |m_a|)).
     Columns with fewer than 2 samples on a side get NaN; columns constant on both sides get an
-    exact delta, ``constant=True`` and NaN z and p.
+    exact delta, ``constant=True`` and NaN z and p. ``var_scale_*`` multiply each side's
+    variance of the mean (autocorrelation inflation, see :func:`batch_variance_inflation`).
     """
     x = np.atleast_2d(np.asarray(normal, dtype=np.float64))
     y = np.atleast_2d(np.asarray(abnormal, dtype=np.float64))
@@ -74,8 +77,8 @@ def welch(
     delta = m_y - m_x
     floor = np.maximum(abs_floor, rel_floor * np.fmax(np.abs(m_x), np.abs(m_y)))
     with np.errstate(invalid="ignore", divide="ignore"):
-        a = v_x / n_x
-        b = v_y / n_y
+        a = v_x / n_x * var_scale_normal
+        b = v_y / n_y * var_scale_abnormal
         se = np.sqrt(a + b + floor**2)
         z = delta / se
         # Welch-Satterthwaite; the floor counts as extra variance with infinite df
@@ -153,6 +156,7 @@ def bootstrap_delta_ci(
     resamples: int,
     rng: np.random.Generator,
     level: float = 0.95,
+    target_se: FloatArray | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """95 % interval of mean(abnormal) - mean(normal) per column by bootstrap over samples.
 
@@ -160,6 +164,9 @@ def bootstrap_delta_ci(
     t(df)/z: with ~10 batch means the plain percentile interval is too narrow (it covers about
     90 %, not 95 %). Samples are rows; all columns share resampling weights, which keeps the
     computation one matrix product and the result independent of column order.
+    ``target_se`` (per column) replaces the unbiased SE in that widening when the test's SE has
+    more in it (autocorrelation inflation, the run-to-run floor): the interval then keeps the
+    bootstrap's shape but the test's width.
     """
     x = np.atleast_2d(np.asarray(normal, dtype=np.float64))
     y = np.atleast_2d(np.asarray(abnormal, dtype=np.float64))
@@ -188,6 +195,15 @@ def bootstrap_delta_ci(
         df = np.where(np.isfinite(df) & (df > 0), df, n_x + n_y - 2)
         z = sps.norm.ppf(1.0 - tail)
         factor = np.where(se_boot > 0, se_unbiased / se_boot, 1.0) * sps.t.ppf(1.0 - tail, df) / z
+    if target_se is not None:
+        target = np.asarray(target_se, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factor = np.where(se_boot > 0, target / se_boot, 1.0) * sps.t.ppf(1.0 - tail, df) / z
+        flat = ~(se_boot > 0)  # no spread to bootstrap: symmetric interval from the SE alone
+        half = sps.t.ppf(1.0 - tail, df) * target
+        lo_q = np.where(flat, delta - half, lo_q)
+        hi_q = np.where(flat, delta + half, hi_q)
+        factor = np.where(flat, 1.0, factor)
     low = delta + (lo_q - delta) * factor
     high = delta + (hi_q - delta) * factor
     return low, high
@@ -213,3 +229,43 @@ def log_values(x: FloatArray) -> FloatArray:
     """Sign-preserving log1p: the scale on which a metric's relative change is tested."""
     x = np.asarray(x, dtype=np.float64)
     return np.sign(x) * np.log1p(np.abs(x))
+
+
+def lag1_autocorrelation(series: FloatArray) -> FloatArray:
+    """Lag-1 autocorrelation per column of consecutive samples (rows), clipped to [0, 0.98].
+
+    Negative estimates are set to 0: anti-correlation would shrink the variance, and trusting
+    that from a short series is how false alarms start.
+    """
+    x = np.atleast_2d(np.asarray(series, dtype=np.float64))
+    if x.shape[0] < 3:
+        return np.zeros(x.shape[1])
+    dev = np.nan_to_num(x - np.nanmean(x, axis=0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (dev[1:] * dev[:-1]).sum(axis=0) / (dev**2).sum(axis=0)
+    return np.asarray(np.clip(np.nan_to_num(rho), 0.0, 0.98), dtype=np.float64)
+
+
+def batch_variance_inflation(rho: FloatArray, n_cycles: int, n_batches: int) -> FloatArray:
+    """How much AR(1)-correlated batch means understate the variance of their mean.
+
+    Batches of b consecutive cycles of an AR(1) series with coefficient rho are themselves
+    correlated: lag-j correlation r_j = C_j / V_b with V_b = Var(batch sum) and C_j the covariance
+    of batch sums j apart. The variance of the grand mean is (V_b / b^2)(1 + 2S)/k, while the
+    sample variance of the batch means estimates (V_b / b^2)(1 - 2S/(k-1)), S = sum (1 - j/k) r_j.
+    The ratio corrects the naive s^2 / k. It is 1 for independent cycles.
+    """
+    rho = np.asarray(rho, dtype=np.float64)
+    k = max(1, min(n_batches, n_cycles))
+    if k < 2:
+        return np.ones_like(rho)
+    b = n_cycles / k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        one_minus = 1.0 - rho
+        v_b = b * (1 + rho) / one_minus - 2 * rho * (1 - rho**b) / one_minus**2
+        s = np.zeros_like(rho)
+        for j in range(1, k):
+            c_j = rho ** ((j - 1) * b + 1) * (1 - rho**b) ** 2 / one_minus**2
+            s += (1 - j / k) * c_j / v_b
+        ratio = (1 + 2 * s) / np.maximum(1 - 2 * s / (k - 1), 0.05)
+    return np.asarray(np.where(np.isfinite(ratio) & (rho > 0), ratio, 1.0), dtype=np.float64)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,15 @@ from perfdiff.analysis.model import (
     Verdict,
 )
 from perfdiff.analysis.sides import SideMeta
-from perfdiff.analysis.stats import batch_labels, bh_qvalues, bootstrap_delta_ci, welch
+from perfdiff.analysis.stats import (
+    REL_SE_FLOOR,
+    batch_labels,
+    batch_variance_inflation,
+    bh_qvalues,
+    bootstrap_delta_ci,
+    lag1_autocorrelation,
+    welch,
+)
 from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_of
 from perfdiff.errors import IncomparableRunsError
 
@@ -99,14 +108,33 @@ def cycle_time_change(
     nan = math.nan
     if not comparable:
         return CycleTimeChange(False, nan, nan, nan, nan, nan, "insufficient data")
-    means = [float(cycle_frame(t)[C.CYCLE_MS].mean()) for t in tables]
+    frames = [cycle_frame(t) for t in tables]
+    means = [float(f[C.CYCLE_MS].mean()) for f in frames]
     x, y = (cycle_units(t, unit, opts.n_batches) for t in tables)
-    w = welch(x[:, None], y[:, None])
+    scales = [1.0, 1.0]
+    rel_floor = REL_SE_FLOOR
+    if unit == "batch means":
+        series = [f[C.CYCLE_MS].to_numpy(dtype=np.float64)[:, None] for f in frames]
+        scales = [
+            float(batch_variance_inflation(lag1_autocorrelation(s), s.shape[0], opts.n_batches)[0])
+            for s in series
+        ]
+        single = [int(f[C.RUN].nunique()) < 2 for f in frames]
+        cv = opts.run_cv_pct / 100.0
+        rel_floor = max(REL_SE_FLOOR, float(np.sqrt(sum(cv**2 for s in single if s))))
+    w = welch(
+        x[:, None],
+        y[:, None],
+        rel_floor=rel_floor,
+        var_scale_normal=scales[0],
+        var_scale_abnormal=scales[1],
+    )
     low, high = bootstrap_delta_ci(
         x[:, None],
         y[:, None],
         resamples=opts.bootstrap_resamples,
         rng=np.random.default_rng([opts.seed, zlib.crc32(b"cycle time")]),
+        target_se=w.se if unit != "cycles" else None,
     )
     delta = means[1] - means[0]
     pct = 100.0 * delta / means[0] if means[0] else nan
@@ -138,6 +166,7 @@ def device_summaries(
     opts: CompareOptions,
     comparable: bool,
     cycle_ms_by_pid: pd.Series,
+    rel_floor_of: Callable[[tuple[int, str]], float] = lambda _g: REL_SE_FLOOR,
 ) -> list[DeviceSummary]:
     """Kernel-busy time per cycle of each (pid, device): which GPU departs from the others."""
     busy: list[list[pd.Series]] = [[], []]
@@ -158,7 +187,7 @@ def device_summaries(
     for i, g in enumerate(groups):
         x = busy[0][i].to_numpy(dtype=np.float64)
         y = busy[1][i].to_numpy(dtype=np.float64)
-        w = welch(x[:, None], y[:, None])
+        w = welch(x[:, None], y[:, None], rel_floor=rel_floor_of(g))
         results.append((g, w))
         ps.append(float(w.p[0]))
     qs = bh_qvalues(np.asarray(ps, dtype=np.float64))

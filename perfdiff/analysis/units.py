@@ -35,6 +35,8 @@ class SideUnits:
     func_type: pd.Series  # index (pid, device, function)
     launches: pd.Series  # mean launches per cycle, index (pid, device, function)
     cycles_per_group: pd.Series  # index (pid, device)
+    per_cycle_time_ms: pd.DataFrame  # index (pid, device, run, cycle) in order, 0 where absent
+    per_cycle_beta_pct: pd.DataFrame
 
 
 def function_cycles(table: pd.DataFrame) -> pd.DataFrame:
@@ -88,7 +90,22 @@ def side_units(table: pd.DataFrame, unit_kind: str, n_batches: int) -> SideUnits
         launches = launch_sum / n_cycles_group.reindex(group_of).to_numpy()
     else:
         launches = pd.Series(np.nan, index=func_type.index)
+    cycle_index = pd.MultiIndex.from_frame(cycles[[*GROUP_KEY, C.RUN, C.CYCLE]])
+    per_cycle = {
+        name: fn.pivot_table(
+            index=[*GROUP_KEY, C.RUN, C.CYCLE],
+            columns=C.FUNCTION,
+            values=name,
+            aggfunc="sum",
+            observed=True,
+        )
+        .reindex(cycle_index)
+        .fillna(0.0)
+        for name in (C.TIME_MS, C.BETA_PCT)
+    }
     return SideUnits(
+        per_cycle_time_ms=per_cycle[C.TIME_MS],
+        per_cycle_beta_pct=per_cycle[C.BETA_PCT],
         time_ms=time_ms,
         beta_pct=beta,
         mu=_mu_units(table, cycles, full_index),
