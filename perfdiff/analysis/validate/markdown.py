@@ -14,6 +14,7 @@ import numpy as np
 
 from perfdiff.analysis.validate.criteria import (
     Rate,
+    RowFalsePositives,
     binomial_band,
     chance_outside_band,
     covered,
@@ -48,13 +49,9 @@ class CellScores:
     label: str
     test_unit: str
     n: int
-    fp_beta: Rate
-    beta_rows_above: int
-    beta_rows_below: int
-    beta_rows: int
-    fp_mu: Rate
-    mu_rows_above: int
-    mu_rows: int
+    fp_time: RowFalsePositives  # Welch on time per cycle: the test behind the verdicts
+    fp_beta: RowFalsePositives
+    fp_mu: RowFalsePositives
     fp_cycle: Rate
     quiet: Rate
     mde_median_pct: float
@@ -76,8 +73,6 @@ def score(result: CellResult, alpha: float) -> CellScores:
     cell = result.cell
     scenario = cell.scenario
     aa = result.aa
-    beta = row_false_positives(aa, alpha, "p_beta")
-    mu = row_false_positives(aa, alpha, "p_mu")
     cycle_fp = Rate(sum(int(t.cycle_p < alpha) for t in aa), len(aa))
     mdes = np.array([t.mde.aa.mde_pct for t in result.trials], dtype=np.float64)
     finite = mdes[np.isfinite(mdes)]
@@ -96,13 +91,9 @@ def score(result: CellResult, alpha: float) -> CellScores:
         label=cell.label,
         test_unit=aa[0].test_unit if aa else "n/a",
         n=len(aa),
-        fp_beta=beta.pooled,
-        beta_rows_above=len(beta.rows_above_band()),
-        beta_rows_below=len(beta.rows_below_band()),
-        beta_rows=len(beta.tested),
-        fp_mu=mu.pooled,
-        mu_rows_above=len(mu.rows_above_band()),
-        mu_rows=len(mu.tested),
+        fp_time=row_false_positives(aa, alpha, "p_time"),
+        fp_beta=row_false_positives(aa, alpha, "p_beta"),
+        fp_mu=row_false_positives(aa, alpha, "p_mu"),
         fp_cycle=cycle_fp,
         quiet=quiet_reports(aa),
         mde_median_pct=float(np.median(finite)) if finite.size else math.nan,
@@ -148,18 +139,25 @@ def aa_table(scores: Sequence[CellScores], alpha: float) -> str:
         f"= {low}-{high} of {n} ({pct(low / max(n, 1))}-{pct(high / max(n, 1))}); an exactly "
         f"calibrated row falls outside it with probability {pct(chance_outside_band(n, alpha))}.",
         "",
-        "| cell | unit | p(β) < α, pooled | rows above / below band | p(μ) < α, pooled "
-        "| μ rows above band | cycle p < α | reports with no verdict |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "Each test column: share of (row, trial) pairs with p < α (95 % interval), then the "
+        "number of rows whose own rate lies above / below the band, of all rows tested. "
+        "Time = Welch on time per cycle (the test behind q and the verdict).",
+        "",
+        "| cell | unit | time: p < α | rows above / below | β: p < α | rows above / below "
+        "| μ: p < α | rows above / below | cycle p < α | reports with no verdict |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in scores:
         lines.append(
-            f"| {s.label} | {s.test_unit} | {rate(s.fp_beta)} "
-            f"| {s.beta_rows_above} / {s.beta_rows_below} of {s.beta_rows} "
-            f"| {rate(s.fp_mu)} | {s.mu_rows_above} of {s.mu_rows} | {rate(s.fp_cycle)} "
-            f"| {rate(s.quiet)} |"
+            f"| {s.label} | {s.test_unit} | {_fp(s.fp_time)} | {_fp(s.fp_beta)} "
+            f"| {_fp(s.fp_mu)} | {rate(s.fp_cycle)} | {rate(s.quiet)} |"
         )
     return "\n".join(lines)
+
+
+def _fp(fp: RowFalsePositives) -> str:
+    above, below = len(fp.rows_above_band()), len(fp.rows_below_band())
+    return f"{rate(fp.pooled)} | {above} / {below} of {len(fp.tested)}"
 
 
 def injection_table(scores: Sequence[CellScores]) -> str:
@@ -202,20 +200,24 @@ def criteria_table(scores: Sequence[CellScores], alpha: float, q: float) -> str:
         return ordered[-1] if highest else ordered[0]
 
     rows: list[tuple[str, str, str, bool]] = []
-    above = sum(s.beta_rows_above for s in scores)
-    tested = sum(s.beta_rows for s in scores)
     n = scores[0].n
-    expected_above = tested * (1 - float(_cdf_high(n, alpha)))
-    worst_fp = worst("fp_beta", True)
-    rows.append(
-        (
-            "A/A p(β) < α per row within the binomial band",
-            f"{above} of {tested} rows above the band (chance alone: about {expected_above:.0f}); "
-            f"worst pooled rate {rate(worst_fp.fp_beta)} in {worst_fp.label}",
-            "no more rows above than chance",
-            above <= max(2.0 * expected_above, expected_above + 3),
+    chance = chance_outside_band(n, alpha)
+    for column, label in (("fp_time", "time per cycle"), ("fp_beta", "share β")):
+        fps: list[RowFalsePositives] = [getattr(s, column) for s in scores]
+        above = sum(len(fp.rows_above_band()) for fp in fps)
+        below = sum(len(fp.rows_below_band()) for fp in fps)
+        tested = sum(len(fp.tested) for fp in fps)
+        worst_cell = scores[int(np.argmax([fp.pooled.value for fp in fps]))]
+        rows.append(
+            (
+                f"A/A rate of p < α per row ({label}) within the binomial band",
+                f"{above} rows above and {below} below the band, of {tested} "
+                f"(chance alone: about {chance * tested:.0f} outside); highest pooled rate "
+                f"{rate(getattr(worst_cell, column).pooled)} in {worst_cell.label}",
+                "no more rows outside than chance",
+                above + below <= max(2.0 * chance * tested, chance * tested + 3),
+            )
         )
-    )
     worst_quiet = worst("quiet", False)
     rows.append(
         (
@@ -280,9 +282,3 @@ def criteria_table(scores: Sequence[CellScores], alpha: float, q: float) -> str:
     lines = ["| criterion | measured (worst cell) | target | status |", "| --- | --- | --- | --- |"]
     lines += [f"| {c} | {m} | {t} | {_status(ok)} |" for c, m, t, ok in rows]
     return "\n".join(lines)
-
-
-def _cdf_high(n: int, alpha: float) -> float:
-    from scipy import stats
-
-    return float(stats.binom.cdf(binomial_band(n, alpha)[1], n, alpha))
