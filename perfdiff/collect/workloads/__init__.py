@@ -12,6 +12,8 @@ from perfdiff.collect.workloads.base import Workload, WorkloadParamError
 
 _REGISTRY: dict[str, str] = {
     "gpt-infer": "perfdiff.collect.workloads.gpt_infer:GptInfer",
+    "linalg": "perfdiff.collect.workloads.linalg:Linalg",
+    "rmsnorm": "perfdiff.collect.workloads.rmsnorm:RmsNorm",
     "train-step": "perfdiff.collect.workloads.train_step:TrainStep",
 }
 

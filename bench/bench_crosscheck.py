@@ -1,0 +1,118 @@
+"""Cross-check: per-case GPU times from a recorded run file vs ``triton.testing.do_bench``.
+
+For every GPU case of an ``rmsnorm`` or ``linalg`` run file, rebuild the same call on this GPU
+(same implementation, dtype, direction, shape; or same eigh batch and size, with the run's
+linalg backend), time it with do_bench (median of CUDA-event timings, L2 flushed before each
+call), and compare with the case's median GPU time per cycle from the kernel records
+(``perfdiff.analysis.bench_cases``). Acceptance (issue 4): within 5 % for cases > 20 us.
+
+usage: python bench/bench_crosscheck.py RUN.json.gz [--json OUT.json] [--limit-pct 5]
+Needs the GPU the file was recorded on (or one like it), torch and triton.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from perfdiff.analysis.bench_cases import bench_run, summarise
+from perfdiff.schema.io import load_run_file
+
+MIN_CASE_MS = 0.020
+SKIP_BELOW_MS = 0.015  # cases this short in the run file are not re-timed (not gated; saves time)
+
+
+def _do_bench(fn: Any) -> float:
+    from triton.testing import do_bench
+
+    return float(do_bench(fn, warmup=3, rep=10, return_mode="median"))
+
+
+def _rmsnorm_call(torch: Any, fields: dict[str, str], params: dict[str, Any], impls: dict[str, Any],
+                  gen: Any) -> Any:
+    from perfdiff.collect.workloads.rmsnorm import Case, build_impls, make_call
+
+    shape = tuple(int(d) for d in fields["shape"].split("x"))
+    case = Case(fields["impl"], fields["dtype"], fields["direction"], shape)  # type: ignore[arg-type]
+    if case.impl not in impls:
+        impls.update(build_impls((case.impl,), float(params.get("eps", 1e-6))))
+    return make_call(torch, impls[case.impl], case, "cuda", gen)
+
+
+def _linalg_call(torch: Any, fields: dict[str, str], gen: Any) -> Any:
+    from perfdiff.collect.workloads.cases import parse_batches
+    from perfdiff.collect.workloads.linalg import LinalgCase, symmetric
+
+    case = LinalgCase("cuda", parse_batches(fields["batch"])[0], int(fields["n"]), fields["dtype"])
+    a = symmetric(torch, case, "cuda", gen)
+    return lambda: torch.linalg.eigh(a)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_file", type=Path)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--limit-pct", type=float, default=5.0)
+    args = parser.parse_args(argv)
+    import torch
+
+    run_file = load_run_file(args.run_file)
+    bench = bench_run(run_file, str(args.run_file))
+    params = dict(bench.params)
+    if bench.workload == "linalg":
+        from perfdiff.collect.workloads.linalg import select_backend
+
+        select_backend(torch, str(params.get("backend", "default")))
+    gen = torch.Generator(device="cuda").manual_seed(12345)
+    impls: dict[str, Any] = {}
+    rows = []
+    started = time.perf_counter()
+    for label, samples in bench.cases.items():
+        if not samples.on_gpu:
+            continue
+        ours = summarise(samples)
+        if ours.gpu_ms < SKIP_BELOW_MS:
+            continue
+        fields = dict(samples.fields)
+        if bench.workload == "rmsnorm":
+            call = _rmsnorm_call(torch, fields, params, impls, gen)
+        else:
+            call = _linalg_call(torch, fields, gen)
+        ref_ms = _do_bench(call)
+        diff_pct = 100.0 * (ours.gpu_ms - ref_ms) / ref_ms if ref_ms > 0 else math.nan
+        rows.append({"case": label, "perfdiff_gpu_ms": ours.gpu_ms, "kernel_ms": ours.kernel_ms,
+                     "do_bench_ms": ref_ms, "diff_pct": diff_pct, "n": ours.n})
+        del call
+    gated = [r for r in rows if r["do_bench_ms"] > MIN_CASE_MS]
+    within = [r for r in gated if abs(r["diff_pct"]) <= args.limit_pct]
+    print(f"{'case':<62} {'perfdiff ms':>11} {'do_bench ms':>11} {'diff %':>7}")
+    for r in rows:
+        mark = "" if r["do_bench_ms"] <= MIN_CASE_MS else (
+            "  ok" if abs(r["diff_pct"]) <= args.limit_pct else "  OUTSIDE")
+        print(f"{r['case']:<62} {r['perfdiff_gpu_ms']:>11.4f} {r['do_bench_ms']:>11.4f} "
+              f"{r['diff_pct']:>+7.2f}{mark}")
+    abs_diffs = sorted(abs(r["diff_pct"]) for r in gated)
+    summary = {
+        "run_file": str(args.run_file),
+        "gpu": bench.gpu,
+        "cases": len(rows),
+        "cases_over_20us": len(gated),
+        "within_limit": len(within),
+        "limit_pct": args.limit_pct,
+        "median_abs_diff_pct": abs_diffs[len(abs_diffs) // 2] if abs_diffs else math.nan,
+        "max_abs_diff_pct": abs_diffs[-1] if abs_diffs else math.nan,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    print(json.dumps(summary))
+    if args.json is not None:
+        args.json.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
+    return 0 if len(within) == len(gated) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,328 @@
+"""Per-case statistics of benchmark run files (``rmsnorm``, ``linalg``): the numbers behind
+``perfdiff bench``.
+
+A *case* is the set of measured cycles sharing one label (``impl=cuda dtype=float16 ...``,
+see ``perfdiff.collect.workloads.cases``). Per cycle:
+
+- ``gpu_ms``: from the start of the cycle's first GPU activity (kernel, memcpy or memset
+  launched in the cycle) to the end of its last: what CUDA events around the call measure
+  when the GPU is kept busy while the call is launched (the workloads ensure that, as
+  ``triton.testing.do_bench`` does). NaN for a cycle with no GPU activity (a CPU case);
+- ``kernel_ms``: the sum of the cycle's kernel durations (busy time; equal to ``gpu_ms`` when
+  the kernels run back to back);
+- ``host_ms``: the cycle's host interval (for a CPU case, its CPU time).
+
+Tables show the median per case. "Regressed" (and "faster") needs both (a) significance: the
+Welch test of :func:`perfdiff.analysis.stats.welch` (standard error floored at 0.25 % of the
+mean) on the per-cycle GPU times, Benjamini-Hochberg q over the cases compared, q < alpha;
+and (b) size above the noise floor: the median changed by more than ``noise_floor_pct`` AND by
+more than ``min_delta_us``. Cycles of one run are not independent of that run's conditions
+(clocks, memory placement), which a test on one run per side cannot see: (b) is what keeps a
+re-run of the same build from being flagged, and its defaults are set from A/A pairs of real
+recordings (docs/howto/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from perfdiff.analysis.stats import bh_qvalues, welch
+from perfdiff.errors import InputError
+from perfdiff.schema.model import FloatArray, Run, RunFile
+
+DEFAULT_ALPHA = 0.05
+DEFAULT_NOISE_FLOOR_PCT = 5.0
+DEFAULT_MIN_DELTA_US = 1.0
+
+CaseVerdict = Literal[
+    "regressed", "faster", "no change", "insufficient data", "only before", "only after"
+]
+
+
+def parse_case_label(label: str) -> dict[str, str]:
+    """``"impl=cuda dtype=float16"`` -> ``{"impl": "cuda", "dtype": "float16"}``.
+
+    A label that is not ``key=value`` pairs (a user program's own labels) becomes
+    ``{"case": label}``, so every run file still tabulates.
+    """
+    fields: dict[str, str] = {}
+    for part in label.split():
+        key, sep, value = part.partition("=")
+        if not sep or not key or key in fields:
+            return {"case": label}
+        fields[key] = value
+    return fields if fields else {"case": label}
+
+
+@dataclass(frozen=True)
+class CaseSamples:
+    """Per-cycle values of one case in one run file (measured cycles only)."""
+
+    label: str
+    fields: Mapping[str, str]
+    gpu_ms: FloatArray
+    kernel_ms: FloatArray
+    host_ms: FloatArray
+    launches: FloatArray  # kernels launched per cycle
+
+    @property
+    def n(self) -> int:
+        return int(self.host_ms.size)
+
+    @property
+    def on_gpu(self) -> bool:
+        return bool(np.isfinite(self.gpu_ms).any())
+
+
+@dataclass(frozen=True)
+class CaseSummary:
+    """Medians of one case (``gpu_ms`` NaN for a case without GPU work)."""
+
+    label: str
+    fields: Mapping[str, str]
+    n: int
+    gpu_ms: float
+    kernel_ms: float
+    host_ms: float
+    launches: float
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    """One case compared between two run files."""
+
+    label: str
+    fields: Mapping[str, str]
+    before: CaseSummary | None
+    after: CaseSummary | None
+    ratio: float  # median GPU time after / before (NaN when undefined)
+    delta_ms: float  # median after - median before
+    p: float
+    q: float
+    verdict: CaseVerdict
+
+
+@dataclass(frozen=True)
+class BenchRules:
+    """The "regressed" rule's knobs (stated in every table's legend)."""
+
+    alpha: float = DEFAULT_ALPHA
+    noise_floor_pct: float = DEFAULT_NOISE_FLOOR_PCT
+    min_delta_us: float = DEFAULT_MIN_DELTA_US
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise InputError(f"--alpha must be between 0 and 1, got {self.alpha}")
+        if self.noise_floor_pct < 0 or self.min_delta_us < 0:
+            raise InputError("--noise-floor-pct and --min-delta-us must not be negative")
+
+    def legend(self) -> str:
+        return (
+            f"***regressed: the median GPU time per cycle grew by more than "
+            f"{self.noise_floor_pct:g} % and more than {self.min_delta_us:g} us (noise floor), "
+            f"and a Welch test on the per-cycle GPU times (standard error floored at 0.25 % of "
+            f"the mean) gives a Benjamini-Hochberg q < {self.alpha:g} over the cases compared; "
+            f"'faster' is the same rule the other way."
+        )
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """One benchmark run file reduced to its cases."""
+
+    source: str
+    workload: str
+    params: Mapping[str, object]
+    gpu: str
+    cases: Mapping[str, CaseSamples] = field(default_factory=dict)
+
+
+def _per_cycle(run: Run, measured: np.ndarray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(gpu span, kernel sum, kernel count) per cycle index 0..n-1 of ``run``."""
+    n = run.cycles.index.size
+    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    last = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    position = {int(c): i for i, c in enumerate(run.cycles.index)}
+    lookup = np.full(int(run.cycles.index.max()) + 1 if n else 0, -1, dtype=np.int64)
+    for cycle, i in position.items():
+        lookup[cycle] = i
+    kernel_sum = np.zeros(n)
+    launches = np.zeros(n)
+    for table, is_kernel in ((run.kernels, True), (run.memcpy, False), (run.memset, False)):
+        cyc = np.asarray(table.cycle, dtype=np.int64)
+        ok = (cyc >= 0) & (cyc < lookup.size)
+        idx = lookup[cyc[ok]]
+        keep = idx >= 0
+        idx = idx[keep]
+        start = np.asarray(table.start_ns)[ok][keep]
+        end = np.asarray(table.end_ns)[ok][keep]
+        np.minimum.at(first, idx, start)
+        np.maximum.at(last, idx, end)
+        if is_kernel:
+            np.add.at(kernel_sum, idx, (end - start) / 1e6)
+            np.add.at(launches, idx, 1.0)
+    has = last > np.iinfo(np.int64).min
+    span = np.where(has, (last - first) / 1e6, np.nan)
+    kernel_ms = np.where(has, kernel_sum, np.nan)
+    return span[measured], kernel_ms[measured], launches[measured]
+
+
+def bench_run(run_file: RunFile, source: str = "<run file>") -> BenchRun:
+    """Every labelled case of ``run_file`` with its per-cycle values (all runs pooled)."""
+    gathered: dict[str, list[tuple[FloatArray, FloatArray, FloatArray, FloatArray]]] = {}
+    for run in run_file.runs:
+        measured = ~np.asarray(run.cycles.warmup, dtype=bool)
+        if not measured.any():
+            continue
+        span, kernel_ms, launches = _per_cycle(run, measured)
+        host = ((run.cycles.end_ns - run.cycles.start_ns) / 1e6)[measured]
+        labels = np.asarray(run.cycles.label, dtype=object)[measured]
+        for label in dict.fromkeys(labels.tolist()):
+            sel = labels == label
+            gathered.setdefault(str(label), []).append(
+                (span[sel], kernel_ms[sel], host[sel], launches[sel])
+            )
+    cases = {
+        label: CaseSamples(
+            label=label,
+            fields=parse_case_label(label),
+            gpu_ms=np.concatenate([p[0] for p in parts]),
+            kernel_ms=np.concatenate([p[1] for p in parts]),
+            host_ms=np.concatenate([p[2] for p in parts]),
+            launches=np.concatenate([p[3] for p in parts]),
+        )
+        for label, parts in gathered.items()
+    }
+    if not cases:
+        raise InputError(
+            f"{source}: no measured cycles; record one with perfdiff collect rmsnorm|linalg"
+        )
+    devices = run_file.environment.devices
+    return BenchRun(
+        source=source,
+        workload=run_file.workload.name,
+        params=dict(run_file.workload.params),
+        gpu=devices[0].name if devices else "unknown GPU",
+        cases=cases,
+    )
+
+
+def _median(x: FloatArray) -> float:
+    finite = x[np.isfinite(x)]
+    return float(np.median(finite)) if finite.size else math.nan
+
+
+def summarise(samples: CaseSamples) -> CaseSummary:
+    """Medians of a case's per-cycle values."""
+    return CaseSummary(
+        label=samples.label,
+        fields=samples.fields,
+        n=samples.n,
+        gpu_ms=_median(samples.gpu_ms),
+        kernel_ms=_median(samples.kernel_ms),
+        host_ms=_median(samples.host_ms),
+        launches=_median(samples.launches),
+    )
+
+
+def summaries(run: BenchRun) -> list[CaseSummary]:
+    """Every case's summary, in recording order."""
+    return [summarise(s) for s in run.cases.values()]
+
+
+def compare_cases(
+    before: BenchRun, after: BenchRun, rules: BenchRules | None = None, *, gpu_only: bool = True
+) -> list[CaseChange]:
+    """Every case of either run, compared on GPU time (cases without GPU work are skipped
+    when ``gpu_only``), in the order of ``before`` then cases new in ``after``."""
+    rules = rules or BenchRules()
+    labels = list(dict.fromkeys([*before.cases, *after.cases]))
+    if gpu_only:
+        labels = [
+            lb
+            for lb in labels
+            if (lb in before.cases and before.cases[lb].on_gpu)
+            or (lb in after.cases and after.cases[lb].on_gpu)
+        ]
+    both = [lb for lb in labels if lb in before.cases and lb in after.cases]
+    p_values = _p_values(before, after, both)
+    q_values = bh_qvalues(np.asarray([p_values[lb] for lb in both], dtype=np.float64))
+    q_of = dict(zip(both, q_values.tolist(), strict=True))
+    out: list[CaseChange] = []
+    for label in labels:
+        b = summarise(before.cases[label]) if label in before.cases else None
+        a = summarise(after.cases[label]) if label in after.cases else None
+        fields = (b or a).fields if (b or a) is not None else {}  # type: ignore[union-attr]
+        if b is None or a is None:
+            out.append(
+                CaseChange(
+                    label,
+                    fields,
+                    b,
+                    a,
+                    math.nan,
+                    math.nan,
+                    math.nan,
+                    math.nan,
+                    "only after" if b is None else "only before",
+                )
+            )
+            continue
+        delta = a.gpu_ms - b.gpu_ms
+        ratio = a.gpu_ms / b.gpu_ms if b.gpu_ms > 0 else math.nan
+        p = p_values[label]
+        q = q_of[label]
+        out.append(
+            CaseChange(label, fields, b, a, ratio, delta, p, q, _verdict(b, a, delta, q, rules))
+        )
+    return out
+
+
+def _p_values(before: BenchRun, after: BenchRun, labels: Sequence[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for label in labels:
+        x = before.cases[label].gpu_ms
+        y = after.cases[label].gpu_ms
+        result = welch(x[np.isfinite(x)][:, None], y[np.isfinite(y)][:, None])
+        p = float(result.p[0])
+        if bool(result.constant[0]):
+            p = 0.0 if float(result.delta[0]) != 0.0 else 1.0
+        out[label] = p
+    return out
+
+
+def _verdict(
+    b: CaseSummary, a: CaseSummary, delta_ms: float, q: float, rules: BenchRules
+) -> CaseVerdict:
+    if b.n < 2 or a.n < 2 or not (math.isfinite(b.gpu_ms) and math.isfinite(a.gpu_ms)):
+        return "insufficient data"
+    if not math.isfinite(q) or q >= rules.alpha:
+        return "no change"
+    rel_pct = 100.0 * abs(delta_ms) / b.gpu_ms if b.gpu_ms > 0 else math.inf
+    big = rel_pct > rules.noise_floor_pct and abs(delta_ms) * 1000.0 > rules.min_delta_us
+    if not big:
+        return "no change"
+    return "regressed" if delta_ms > 0 else "faster"
+
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_MIN_DELTA_US",
+    "DEFAULT_NOISE_FLOOR_PCT",
+    "BenchRules",
+    "BenchRun",
+    "CaseChange",
+    "CaseSamples",
+    "CaseSummary",
+    "CaseVerdict",
+    "bench_run",
+    "compare_cases",
+    "parse_case_label",
+    "summaries",
+    "summarise",
+]
