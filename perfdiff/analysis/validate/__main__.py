@@ -18,9 +18,12 @@ from perfdiff.analysis.validate.harness import DESIGNS, LAG1S, OFFSETS_PCT, grid
 from perfdiff.analysis.validate.markdown import aa_table, criteria_table, injection_table, score
 from perfdiff.analysis.validate.realaa import (
     compare_splits,
+    cycle_spread,
     halves,
     load_aa_tables,
     pairs,
+    run_spread,
+    spread_table,
     summarise,
     summary_table,
 )
@@ -101,8 +104,18 @@ def main(argv: list[str] | None = None) -> int:
                         options.alpha,
                     )
                 )
-            parts += ["", f"## Real A/A: {len(tables)} recordings in {args.real_aa}", ""]
-            parts.append(summary_table(summaries))
+            between, within = cycle_spread(tables)
+            parts += [
+                "",
+                f"## Real A/A: {len(tables)} recordings in {args.real_aa}",
+                "",
+                summary_table(summaries),
+                "",
+                f"Cycle time: run-to-run CV of the mean {between:.2f} %, cycle-to-cycle CV "
+                f"within a recording {within:.2f} %. Functions with >= 1 % of the cycle:",
+                "",
+                spread_table(run_spread(tables)),
+            ]
         else:
             parts += ["", f"## Real A/A: fewer than 2 recordings in {args.real_aa}"]
     parts += ["", f"Wall time: {time.perf_counter() - started:.0f} s."]

@@ -130,6 +130,93 @@ def summarise(label: str, splits: Sequence[Split], alpha: float) -> AaSummary:
     )
 
 
+@dataclass(frozen=True)
+class RunSpread:
+    """How much one function's mean time per cycle moves from recording to recording."""
+
+    function: str
+    share_pct: float  # mean share of the cycle
+    mean_ms: float
+    between_cv_pct: float  # SD of the recordings' means / grand mean
+    within_cv_pct: float  # what sampling alone would give (batch-means SE of one recording)
+
+
+def run_spread(tables: Sequence[pd.DataFrame], n_batches: int = 10) -> list[RunSpread]:
+    """Run-to-run variation of every function present in all recordings, largest first.
+
+    Why: a comparison of one run per side cannot see this variation and must assume it
+    (``CompareOptions.run_cv_pct``); these numbers say what the assumption should be on this GPU.
+    The within-recording part is the batch-means standard error of a recording's mean; the
+    excess of ``between_cv_pct`` over it is genuine run-to-run variation.
+    """
+    per_run: list[pd.DataFrame] = []
+    for table in tables:
+        rows = table.drop_duplicates([C.RUN, C.PID, C.DEVICE, C.CYCLE, C.FUNCTION])
+        cycles = rows.drop_duplicates([C.RUN, C.PID, C.CYCLE])
+        n_cycles = len(cycles)
+        wide = rows.pivot_table(
+            index=[C.RUN, C.PID, C.CYCLE], columns=C.FUNCTION, values=C.TIME_MS, aggfunc="sum"
+        ).fillna(0.0)
+        batch = (np.arange(len(wide)) * n_batches) // max(len(wide), 1)
+        batch_means = wide.groupby(batch).mean()
+        share = rows.groupby(C.FUNCTION)[C.BETA_PCT].sum() / max(n_cycles, 1)
+        per_run.append(
+            pd.DataFrame(
+                {
+                    "mean": wide.mean(),
+                    "se": batch_means.std(ddof=1) / np.sqrt(len(batch_means)),
+                    "share": share,
+                }
+            )
+        )
+    common = sorted(set.intersection(*(set(frame.index) for frame in per_run)))
+    out = []
+    for function in common:
+        means = np.array([frame.loc[function, "mean"] for frame in per_run])
+        ses = np.array([frame.loc[function, "se"] for frame in per_run])
+        grand = float(means.mean())
+        if grand <= 0:
+            continue
+        out.append(
+            RunSpread(
+                function=str(function),
+                share_pct=float(np.mean([frame.loc[function, "share"] for frame in per_run])),
+                mean_ms=grand,
+                between_cv_pct=100.0 * float(means.std(ddof=1)) / grand,
+                within_cv_pct=100.0 * float(np.sqrt(np.mean(ses**2))) / grand,
+            )
+        )
+    return sorted(out, key=lambda r: -r.share_pct)
+
+
+def spread_table(spreads: Sequence[RunSpread], min_share_pct: float = 1.0) -> str:
+    lines = [
+        "| function | share of cycle | mean time per cycle | run-to-run CV | sampling CV |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for s in spreads:
+        if s.share_pct < min_share_pct:
+            continue
+        name = s.function if len(s.function) <= 60 else s.function[:57] + "..."
+        name = name.replace("|", "\\|").replace("`", "'")
+        lines.append(
+            f"| {name} | {s.share_pct:.2f} % | {s.mean_ms:.4f} ms | {s.between_cv_pct:.2f} % "
+            f"| {s.within_cv_pct:.2f} % |"
+        )
+    return "\n".join(lines)
+
+
+def cycle_spread(tables: Sequence[pd.DataFrame]) -> tuple[float, float]:
+    """Run-to-run CV of mean cycle time (%), and the mean within-recording cycle CV (%)."""
+    means, cvs = [], []
+    for table in tables:
+        ms = table.drop_duplicates([C.RUN, C.PID, C.CYCLE])[C.CYCLE_MS].to_numpy()
+        means.append(ms.mean())
+        cvs.append(ms.std(ddof=1) / ms.mean())
+    m = np.asarray(means)
+    return 100.0 * float(m.std(ddof=1) / m.mean()), 100.0 * float(np.mean(cvs))
+
+
 def summary_table(summaries: Sequence[AaSummary]) -> str:
     lines = [
         "| splits | comparisons | unit | reports with a verdict | slower/faster rows "
