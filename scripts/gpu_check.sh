@@ -44,8 +44,14 @@ from perfdiff.schema.io import load_run_file
 rf = load_run_file(sys.argv[1])
 r = rf.runs[0]
 print("warnings:", rf.collection.warnings, "sources:", rf.collection.sources)
+import numpy as np
 for m in r.metrics:
     print(m.name, m.source, m.values.size, m.timestamps_ns[:2], m.values[:5])
+    if m.source == "pm_sampling" and m.values.size > 1:
+        gaps = np.diff(m.timestamps_ns)
+        print("  span ms", (m.timestamps_ns[-1] - m.timestamps_ns[0]) / 1e6, "median dt", np.median(gaps),
+              "gaps>2x", int((gaps > 2 * m.interval_ns).sum()), "max gap us", gaps.max() / 1e3)
+print("cycles span ms", (r.cycles.end_ns[-1] - r.cycles.start_ns[0]) / 1e6)
 print("kernels/cycle:", r.kernels.cycle[r.kernels.cycle >= 0].size / max(1, r.cycles.index.size))
 print("outside cycles:", int((r.kernels.cycle < 0).sum()), "memcpy:", r.memcpy.kind[:5])
 d = (r.cycles.end_ns - r.cycles.start_ns) / 1e6
@@ -63,13 +69,14 @@ step_accuracy() {
 }
 
 step_overhead() {
-  run $PY bench/overhead.py --rounds ${ROUNDS:-4} --cycles ${CYCLES:-80} \
-    --modes bare,perfdiff-trace,perfdiff-trace-nvml,perfdiff-trace-pm,perfdiff,torch.profiler \
+  run timeout ${OVERHEAD_TIMEOUT:-200} $PY bench/overhead.py --rounds ${ROUNDS:-4} --cycles ${CYCLES:-80} \
+    --modes ${MODES:-bare,perfdiff-trace,perfdiff,torch.profiler} \
     --json "$OUT/overhead.json"
 }
 
 step_pack() {
   if [ -d "$OUT/fixtures" ]; then
+    tar -C "$OUT/fixtures" -cf "$OUT/fixtures_aa.tar" aa && rm -rf "$OUT/fixtures/aa"
     tar -C "$OUT" -cf "$OUT/fixtures.tar" fixtures && rm -rf "$OUT/fixtures"
   fi
   rm -rf "$OUT/work"
