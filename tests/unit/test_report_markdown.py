@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
@@ -184,3 +185,30 @@ def test_gate_counts_only_significant_slowdowns_above_the_threshold() -> None:
     quiet = replace(c, rows=tuple(replace(r, verdict="no change") for r in c.rows),
                     cycle_time=replace(c.cycle_time, verdict="no change"), inventory=())
     assert regressions(quiet, 0.0) == []
+
+
+any_float = st.floats(allow_nan=True, allow_infinity=True, width=64)
+verdicts = st.sampled_from(["slower", "faster", "no change", "insufficient data"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.text(max_size=20), any_float, any_float, any_float, verdicts),
+             max_size=6),
+    any_float, any_float, st.lists(st.floats(0.001, 1e6), max_size=5),
+)
+def test_any_numbers_render_without_error(
+    values: list[tuple[str, float, float, float, str]], delta_pct: float, mde: float,
+    cycles: list[float],
+) -> None:
+    rows = tuple(
+        row(name, beta_normal=b, z_beta=z, p_beta=p, q_value=p, time_delta_ms=z,
+            verdict=verdict)
+        for name, b, z, p, verdict in values
+    )
+    c = comparison(rows=rows, mde_pct=mde, normal=side("normal", tuple(cycles)),
+                   cycle_time=replace(comparison().cycle_time, delta_pct=delta_pct))
+    text = render_markdown(c)
+    assert not re.search(r"\bnan\b", text, flags=re.IGNORECASE)
+    json.loads(render_json(c))
+    render_terminal(c, Console(file=io.StringIO(), width=100))
