@@ -8,9 +8,12 @@ perfdiff's own lines go to stderr.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
+import shlex
 import signal
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -59,20 +62,30 @@ def collect_program(
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
     )
     outcome = run_program(command, config, runs, echo=lambda text: typer.echo(text, err=True))
+    run_file = _with_provenance(outcome.run_file)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # never half a file
     try:
-        path = save_run_file(outcome.run_file, output)
+        path = save_run_file(run_file, output)
     finally:
         signal.signal(signal.SIGINT, previous)
-    for warning in outcome.run_file.collection.warnings:
+    for warning in run_file.collection.warnings:
         typer.echo(f"perfdiff: warning: {warning}", err=True)
-    typer.echo(program_summary(outcome.run_file, path), err=True)
+    typer.echo(program_summary(run_file, path), err=True)
     if outcome.exit_code != 0:
         typer.echo(
             f"perfdiff: the program exited with code {outcome.exit_code}; run file written to "
             f"{path} (marked incomplete)", err=True,
         )
         raise typer.Exit(outcome.exit_code)
+
+
+def _with_provenance(run_file: RunFile) -> RunFile:
+    """The perfdiff command line that recorded the file, beside the program's own argv."""
+    argv = "perfdiff " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    params = {**run_file.workload.params, "collect_command": argv}
+    return dataclasses.replace(
+        run_file, workload=dataclasses.replace(run_file.workload, params=params)
+    )
 
 
 def program_summary(run_file: RunFile, path: Path) -> str:
