@@ -2,8 +2,9 @@
 # Issue 4 on the GPU machine, in one script: build the RMSNorm CUDA extension (and its
 # compile_commands.json), run the benchmark GPU tests (every implementation vs the float64
 # reference), record the rmsnorm and linalg fixtures (reduced rmsnorm grid; linalg on two
-# backends plus a re-run for the A/A check), and cross-check per-case GPU times against
-# triton.testing.do_bench. Everything lands under $OUT (fixtures as one tar).
+# backends plus re-runs for the A/A checks), and cross-check per-case GPU times against
+# CUDA events (same L2 flush + GPU spin before each call, no CUPTI). Everything lands under
+# $OUT (fixtures as one tar).
 #
 # usage: scripts/gpu_bench.sh [STEP...]   steps: install env build fixtures crosscheck pack tests
 set -uo pipefail
@@ -15,14 +16,15 @@ PY=${PYTHON:-python3}
 LOG="$OUT/gpu_bench.log"
 export PYTHONUNBUFFERED=1
 export PERFDIFF_EXT_CACHE=${PERFDIFF_EXT_CACHE:-/tmp/perfdiff-ext}
-CYCLES=${CYCLES:-15}
-WARMUP=${WARMUP:-3}
+# cuSOLVER's eigh launches up to ~900 kernels per call: fewer linalg cycles keep files < 2 MB
+RMS_CYCLES=(--cycles "${CYCLES:-15}" --warmup "${WARMUP:-3}")
+LINALG_CYCLES=(--cycles "${LINALG_CYCLES:-8}" --warmup "${LINALG_WARMUP:-1}")
 # reduced grid of the seed (S in 128..2048, H in 32..16384): small, odd, medium, large rows
 RMS_GRID=(-p seq=128,2048 -p hidden=64,1027,4096,16384)
 
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
-c() { run perfdiff collect "$@" -q --no-pm --cycles "$CYCLES" --warmup "$WARMUP"; }
+c() { run perfdiff collect "$@" -q --no-pm; }
 
 step_install() {
   run $PY -m pip install -q --no-deps --disable-pip-version-check \
@@ -71,13 +73,14 @@ gpu_tag() {  # h100 / h200 / gpu: fixture names say which GPU recorded them
 step_fixtures() {
   local tag
   tag=$(gpu_tag)
-  c rmsnorm "${RMS_GRID[@]}" -o "$FIX/rmsnorm-$tag.json.gz"
-  c rmsnorm "${RMS_GRID[@]}" -o "$FIX/rmsnorm-$tag-rerun.json.gz"
+  c rmsnorm "${RMS_GRID[@]}" "${RMS_CYCLES[@]}" -o "$FIX/rmsnorm-$tag.json.gz"
+  c rmsnorm "${RMS_GRID[@]}" "${RMS_CYCLES[@]}" -o "$FIX/rmsnorm-$tag-rerun.json.gz"
   read -r b1 b2 <<<"$(backends)"
   say "linalg backends: before=$b1 after=$b2"
-  c linalg -p backend="$b1" -o "$FIX/linalg-$tag-$b1.json.gz"
-  c linalg -p backend="$b2" -p cpu=false -o "$FIX/linalg-$tag-$b2.json.gz"
-  c linalg -p backend="$b2" -p cpu=false -o "$FIX/linalg-$tag-$b2-rerun.json.gz"
+  c linalg -p backend="$b1" "${LINALG_CYCLES[@]}" -o "$FIX/linalg-$tag-$b1.json.gz"
+  c linalg -p backend="$b2" -p cpu=false "${LINALG_CYCLES[@]}" -o "$FIX/linalg-$tag-$b2.json.gz"
+  c linalg -p backend="$b2" -p cpu=false "${LINALG_CYCLES[@]}" \
+    -o "$FIX/linalg-$tag-$b2-rerun.json.gz"
   ls -la "$FIX" | tee -a "$LOG"
 }
 
@@ -87,6 +90,8 @@ step_crosscheck() {
   read -r b1 b2 <<<"$(backends)"
   run $PY bench/bench_crosscheck.py "$FIX/rmsnorm-$tag.json.gz" --json "$OUT/crosscheck-rmsnorm.json"
   run $PY bench/bench_crosscheck.py "$FIX/linalg-$tag-$b2.json.gz" --json "$OUT/crosscheck-linalg.json"
+  run $PY bench/bench_crosscheck.py "$FIX/linalg-$tag-$b1.json.gz" \
+    --json "$OUT/crosscheck-linalg-$b1.json"
 }
 
 step_pack() {

@@ -126,7 +126,7 @@ class BenchRules:
             f"***regressed: the median GPU time per cycle grew by more than "
             f"{self.noise_floor_pct:g} % and more than {self.min_delta_us:g} us (noise floor), "
             f"and a Welch test on the per-cycle GPU times (standard error floored at 0.25 % of "
-            f"the mean) gives a Benjamini-Hochberg q < {self.alpha:g} over the cases compared; "
+            f"the mean) gives a Benjamini-Hochberg q below {self.alpha:g} over the cases compared; "
             f"'faster' is the same rule the other way."
         )
 

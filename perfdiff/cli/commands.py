@@ -6,6 +6,7 @@ Add one line per new command module; keep this file free of logic.
 from __future__ import annotations
 
 from perfdiff.cli import (  # noqa: F401
+    bench,
     collect,
     compare,
     kernels,

@@ -7,11 +7,12 @@ a large fixed cost - while cuSOLVER's costs about 0.1 ms. ``-p backend=magma|cus
 sets ``torch.backends.cuda.preferred_linalg_library`` for the whole run; asking for MAGMA on a
 torch built without it (``torch.cuda.has_magma`` false) is refused with the backends that exist.
 
-Cases: ``op=eigh device=cuda|cpu batch=[..] n=N dtype=float32``. A GPU cycle zeroes a 256 MB
-buffer first, outside the cycle (as ``triton.testing.do_bench`` does), then calls eigh and
-synchronises inside it; a CPU cycle calls eigh on host tensors, so its host interval is the
-CPU time. Before timing, every case's eigenvalues are checked against float64 LAPACK on fresh
-inputs, and ``|A V - V diag(w)|`` against ``|A|``; one failure stops the run with its figures.
+Cases: ``op=eigh device=cuda|cpu batch=[..] n=N dtype=float32``. A GPU cycle is preceded,
+outside the cycle, by an L2 flush and a GPU spin (``perfdiff.collect.kernels.lead``), then
+calls eigh and synchronises inside it; a CPU cycle calls eigh on host tensors, so its host
+interval is the CPU time. Before timing, every case's eigenvalues are checked against float64
+LAPACK on fresh inputs, and ``|A V - V diag(w)|`` against ``|A|``; one failure stops the run
+with its figures.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from perfdiff.markers import CycleMarker
 Backend = Literal["default", "cusolver", "magma"]
 SEED_BATCHES = "[],[1],[2],[4]"
 SEED_SIZES = "2,4,8,16,32,64,128,256,512,1024"
-FLUSH_BYTES = 256 * 1024 * 1024
 # eigenvalues and residual relative to max |eigenvalue|: float32 backward-stable algorithms
 # reach ~n * 1.2e-7; this allows ~100x that before calling a result wrong.
 EIG_RTOL_PER_N = 1e-5
@@ -47,6 +47,7 @@ class LinalgParams(WorkloadParams):
     cpu: bool = True  # also time the op on the CPU (the seed's cpu_time column)
     seed: int = 0
     check: bool = True
+    lead_us: int = 1000  # GPU spin before each call (kernels/lead.py); 0 turns it off
 
 
 @dataclass(frozen=True)
@@ -123,10 +124,6 @@ def check_case(torch: Any, case: LinalgCase, device: str, generator: Any) -> lis
     ]
 
 
-def _no_sync() -> None:
-    """Stands in for torch.cuda.synchronize when the workload runs on the CPU (tests)."""
-
-
 class Linalg(Workload):
     """Batched eigh per (device, batch, n); the backend is one per run."""
 
@@ -148,10 +145,11 @@ class Linalg(Workload):
         self._device = device
         on_gpu = str(device).startswith("cuda")
         self.backend_used = select_backend(torch, p.backend) if on_gpu else "cpu"
-        # the L2 flush and the synchronize are GPU-only; on "cpu" (unit tests) they are no-ops
-        self._flush = (torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-                       if on_gpu else torch.empty(0))
-        self._sync = torch.cuda.synchronize if on_gpu else _no_sync
+        from perfdiff.collect.kernels.lead import GpuLead
+
+        # L2 flush + spin before each GPU call; no-ops on "cpu" (unit tests)
+        self._lead = GpuLead(torch, device, p.lead_us)
+        self._sync = self._lead.synchronize
         self.check_results: list[Any] = []
         if p.check:
             from perfdiff.collect.kernels.check import require
@@ -176,14 +174,14 @@ class Linalg(Workload):
             a = symmetric(torch, case, on, gen[on])
             for i in range(plan.warmup + plan.measured):
                 if on_gpu:
-                    self._flush.zero_()
+                    self._lead()
                 with marker.cycle(case.label, warmup=i < plan.warmup):
                     torch.linalg.eigh(a)
                     if on_gpu:
                         self._sync()
 
     def teardown(self) -> None:
-        self._flush = None
+        self._lead.release()
 
 
 __all__ = ["Linalg", "LinalgCase", "LinalgParams", "available_backends", "check_case",

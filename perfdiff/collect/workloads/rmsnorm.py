@@ -3,12 +3,13 @@ backward, four dtypes, a grid of shapes: the seed benchmark
 (``../shared/seeds/rmsnorm-custom-op-benchmark.md``) as labelled cases.
 
 Each case (``impl=... dtype=... direction=... shape=4xSxH``) is ``warmup + cycles`` labelled
-cycles. One cycle is one call, timed the way ``triton.testing.do_bench`` times it, so the two
-can be compared case by case (``bench/bench_crosscheck.py``):
+cycles. One cycle is one call, timed like ``triton.testing.do_bench`` times it, so the two
+can be compared case by case with CUDA events (``bench/bench_crosscheck.py``):
 
-1. outside the cycle, a 256 MB buffer is zeroed: it evicts the inputs from L2 (cold cache, as
-   do_bench) and keeps the GPU busy while the host launches the call's kernels, so the GPU
-   time of the call does not include host launch gaps;
+1. outside the cycle, a 256 MB buffer is zeroed (it evicts the inputs from L2: a cold cache,
+   as do_bench) and a spin kernel keeps the GPU busy for ``lead_us`` while the host launches
+   the call's kernels, so the call's GPU time holds no host launch gaps
+   (``perfdiff.collect.kernels.lead``);
 2. inside the cycle, the call (forward: ``fn(x, w)``; backward: ``y.backward(dy)`` on a graph
    built outside the cycle), then ``torch.cuda.synchronize()`` so the cycle's host interval
    covers its GPU work.
@@ -35,7 +36,6 @@ DTYPES = ("float64", "float32", "float16", "bfloat16")
 DIRECTIONS = ("forward", "backward")
 SEED_SEQ = "128,512,2048"
 SEED_HIDDEN = "32,61,64,128,130,256,512,1024,1027,2048,4096,8192,16384"
-FLUSH_BYTES = 256 * 1024 * 1024  # as triton.testing.do_bench's L2 flush
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class RmsNormParams(WorkloadParams):
     eps: float = 1e-6
     seed: int = 0
     check: bool = True  # compare with the float64 reference before timing (keep it on)
+    lead_us: int = 1000  # GPU spin before each call (kernels/lead.py); 0 turns it off
 
 
 @dataclass(frozen=True)
@@ -150,15 +151,11 @@ def check_case(torch: Any, fn: Callable[[Any, Any], Any], case: Case, device: st
     ]
 
 
-def _no_sync() -> None:
-    """Stands in for torch.cuda.synchronize when the workload runs on the CPU (tests)."""
-
-
 def make_call(torch: Any, fn: Callable[[Any, Any], Any], case: Case, device: str,
               generator: Any) -> Callable[[], object]:
     """The timed call of ``case``, its inputs (and, for backward, its graph) built now.
 
-    Also used by ``bench/bench_crosscheck.py`` to time the same call with do_bench.
+    Also used by ``bench/bench_crosscheck.py`` to time the same call with CUDA events.
     """
     x, w, dy = make_inputs(torch, case, device, generator)
     if case.direction == "forward":
@@ -200,11 +197,11 @@ class RmsNorm(Workload):
         self._torch = torch
         self._device = device
         self._impls = build_impls(tuple(dict.fromkeys(c.impl for c in self._plan)), p.eps)
-        on_gpu = str(device).startswith("cuda")
-        # the L2 flush and the synchronize are GPU-only; on "cpu" (unit tests) they are no-ops
-        self._flush = (torch.empty(FLUSH_BYTES // 4, dtype=torch.int32, device=device)
-                       if on_gpu else torch.empty(0))
-        self._sync = torch.cuda.synchronize if on_gpu else _no_sync
+        from perfdiff.collect.kernels.lead import GpuLead
+
+        # L2 flush + spin before each call; GPU-only (no-ops on "cpu", in unit tests)
+        self._lead = GpuLead(torch, device, p.lead_us)
+        self._sync = self._lead.synchronize
         self.check_results: list[Any] = []
         if p.check:
             from perfdiff.collect.kernels.check import require
@@ -225,14 +222,14 @@ class RmsNorm(Workload):
         for case in self._plan:
             call = make_call(torch, self._impls[case.impl], case, self._device, generator)
             for i in range(plan.warmup + plan.measured):
-                self._flush.zero_()
+                self._lead()
                 with marker.cycle(case.label, warmup=i < plan.warmup):
                     call()
                     self._sync()
 
     def teardown(self) -> None:
         self._impls = {}
-        self._flush = None
+        self._lead.release()
 
 
 __all__ = ["DIRECTIONS", "DTYPES", "IMPLS", "Case", "RmsNorm", "RmsNormParams", "build_impls",

@@ -1,0 +1,86 @@
+"""``perfdiff bench RUN [RUN]``: the seeds' benchmark tables from benchmark run files.
+
+One run: its cases (the RMSNorm seed's tables for ``rmsnorm``, the linalg seed's for
+``linalg``). Two runs: the second against the first, case by case, with ``***regressed``
+where :mod:`perfdiff.analysis.bench_cases` finds a significant slowdown above the noise floor.
+Thin on purpose: load, reduce, compare, pivot, print.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from perfdiff.analysis.bench_cases import BenchRules, BenchRun, bench_run, compare_cases
+from perfdiff.cli.app import app
+from perfdiff.errors import ExitCode, IncomparableRunsError
+from perfdiff.report.bench_table import bench_view, render_markdown, render_rich
+from perfdiff.schema.io import load_run_file
+
+
+def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
+    """Refuse runs of different workloads or GPU models unless ``--force``."""
+    if force:
+        return
+    if before.workload != after.workload:
+        raise IncomparableRunsError(
+            f"{before.source} is workload '{before.workload}' but {after.source} is "
+            f"'{after.workload}'; compare runs of one benchmark (or pass --force)"
+        )
+    if before.gpu != after.gpu:
+        raise IncomparableRunsError(
+            f"{before.source} was recorded on {before.gpu} but {after.source} on {after.gpu}; "
+            "GPU times are not comparable across GPU models (pass --force to compare anyway)"
+        )
+
+
+@app.command()
+def bench(
+    runs: Annotated[list[Path], typer.Argument(
+        help="One run file (its tables) or two (BEFORE AFTER: the second flagged against "
+        "the first).")],
+    *,
+    baseline: Annotated[str, typer.Option(
+        help="rmsnorm: implementation in the denominator of the speedup column.")] = "triton",
+    target: Annotated[str, typer.Option(
+        help="rmsnorm: implementation whose speedup is shown.")] = "cuda",
+    alpha: Annotated[float, typer.Option(
+        help="False-discovery rate (Benjamini-Hochberg) for 'regressed'.")] = 0.05,
+    noise_floor_pct: Annotated[float, typer.Option(
+        help="A change must exceed this share of the median GPU time to be flagged.")] = 5.0,
+    min_delta_us: Annotated[float, typer.Option(
+        help="...and this many microseconds.")] = 1.0,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the markdown here instead of printing.")] = None,
+    plain: Annotated[bool, typer.Option(
+        "--plain", help="Markdown even on a terminal (what a pipe gets).")] = False,
+    fail_on_regression: Annotated[bool, typer.Option(
+        "--fail-on-regression", help="Exit 1 when a case regressed.")] = False,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Compare runs of different workloads or GPU models.")] = False,
+) -> None:
+    """Benchmark tables per case (rmsnorm, linalg), optionally flagged against a first run."""
+    if not 1 <= len(runs) <= 2:
+        raise typer.BadParameter("give one or two run files", param_hint="RUNS")
+    rules = BenchRules(alpha=alpha, noise_floor_pct=noise_floor_pct, min_delta_us=min_delta_us)
+    loaded = [bench_run(load_run_file(path), str(path)) for path in runs]
+    before = loaded[0]
+    after = loaded[1] if len(loaded) == 2 else None
+    changes = None
+    if after is not None:
+        check_same_bench(before, after, force=force)
+        changes = compare_cases(before, after, rules)
+    view = bench_view(before, after, changes, rules, baseline=baseline, target=target)
+    if output is not None:
+        output.write_text(render_markdown(view), encoding="utf-8")
+        typer.echo(f"perfdiff: wrote {output}")
+    elif sys.stdout.isatty() and not plain:
+        render_rich(view, Console())
+    else:
+        typer.echo(render_markdown(view), nl=False)
+    if fail_on_regression and changes and any(c.verdict == "regressed" for c in changes):
+        raise typer.Exit(ExitCode.REGRESSION)
