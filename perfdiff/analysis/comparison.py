@@ -289,7 +289,7 @@ def _function_stats(
         t[1],
         resamples=opts.bootstrap_resamples,
         rng=_rng_for(group, opts.seed),
-        target_se=w_time.se,
+        target_se=_interval_se(t, w_time.se, scale_t, batched),
     )
     primary = w_time if comparable else w_beta
     threshold = (
@@ -378,6 +378,30 @@ def _inflation(
         rho = lag1_autocorrelation(series)
         out.append(batch_variance_inflation(rho, series.shape[0], n_batches))
     return out[0], out[1]
+
+
+def _interval_se(
+    samples: list[np.ndarray],
+    test_se: FloatArray,
+    scale: tuple[FloatArray, FloatArray],
+    batched: bool,
+) -> FloatArray:
+    """The SE an interval should have: the test's, minus the 0.25 % resolution floor.
+
+    That floor keeps z finite for near-constant data; in an interval it would only add width
+    (measured over-coverage). The run-to-run floor of single-run sides stays: it is real spread.
+    """
+    if batched:
+        return test_se
+    plain = welch(
+        samples[0],
+        samples[1],
+        rel_floor=0.0,
+        abs_floor=0.0,
+        var_scale_normal=scale[0],
+        var_scale_abnormal=scale[1],
+    ).se
+    return np.asarray(np.where(plain > 0, plain, test_se), dtype=np.float64)
 
 
 def _verdict(f: _FunctionStats, alpha: float) -> Verdict:
