@@ -15,11 +15,15 @@ see ``perfdiff.collect.workloads.cases``). Per cycle:
 Tables show the median per case. "Regressed" (and "faster") needs both (a) significance: the
 Welch test of :func:`perfdiff.analysis.stats.welch` (standard error floored at 0.25 % of the
 mean) on the per-cycle GPU times, Benjamini-Hochberg q over the cases compared, q < alpha;
-and (b) size above the noise floor: the median changed by more than ``noise_floor_pct`` AND by
-more than ``min_delta_us``. Cycles of one run are not independent of that run's conditions
-(clocks, memory placement), which a test on one run per side cannot see: (b) is what keeps a
-re-run of the same build from being flagged, and its defaults are set from A/A pairs of real
-recordings (docs/howto/benchmarks.md).
+and (b) size above the case's noise floor: the median changed by more than ``min_delta_us``
+and by more than ``max(noise_floor_pct, spread_factor x the case's within-run spread)``, the
+spread being the robust coefficient of variation (1.4826 x MAD / median) of its per-cycle GPU
+times, the larger of the two runs'. Why (b): cycles of one run share that run's conditions
+(clocks, memory placement, host speed), which a test on one run per side cannot see, so a
+re-run of the same build differs by more than the test expects; the cases whose time the host
+sets (syncs, launches) jitter within a run and drift between runs alike, hence a floor that
+grows with the spread. The defaults are set from A/A pairs of real recordings
+(docs/howto/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ from perfdiff.schema.model import FloatArray, Run, RunFile
 DEFAULT_ALPHA = 0.05
 DEFAULT_NOISE_FLOOR_PCT = 5.0
 DEFAULT_MIN_DELTA_US = 1.0
+DEFAULT_SPREAD_FACTOR = 3.0
+MAD_TO_SD = 1.4826  # MAD x this estimates the standard deviation of a normal sample
 
 CaseVerdict = Literal[
     "regressed", "faster", "no change", "insufficient data", "only before", "only after"
@@ -104,6 +110,7 @@ class CaseChange:
     delta_ms: float  # median after - median before
     p: float
     q: float
+    floor_pct: float  # the noise floor applied to this case (percent of the median before)
     verdict: CaseVerdict
 
 
@@ -114,21 +121,45 @@ class BenchRules:
     alpha: float = DEFAULT_ALPHA
     noise_floor_pct: float = DEFAULT_NOISE_FLOOR_PCT
     min_delta_us: float = DEFAULT_MIN_DELTA_US
+    spread_factor: float = DEFAULT_SPREAD_FACTOR
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
             raise InputError(f"--alpha must be between 0 and 1, got {self.alpha}")
-        if self.noise_floor_pct < 0 or self.min_delta_us < 0:
-            raise InputError("--noise-floor-pct and --min-delta-us must not be negative")
+        if self.noise_floor_pct < 0 or self.min_delta_us < 0 or self.spread_factor < 0:
+            raise InputError(
+                "--noise-floor-pct, --min-delta-us and --spread-factor must not be negative"
+            )
 
     def legend(self) -> str:
         return (
             f"***regressed: the median GPU time per cycle grew by more than "
-            f"{self.noise_floor_pct:g} % and more than {self.min_delta_us:g} us (noise floor), "
-            f"and a Welch test on the per-cycle GPU times (standard error floored at 0.25 % of "
-            f"the mean) gives a Benjamini-Hochberg q below {self.alpha:g} over the cases compared; "
-            f"'faster' is the same rule the other way."
+            f"{self.min_delta_us:g} us and by more than the case's noise floor, "
+            f"max({self.noise_floor_pct:g} %, {self.spread_factor:g} x its within-run spread "
+            f"(robust CV of the per-cycle GPU times)), and a Welch test on the per-cycle GPU "
+            f"times (standard error floored at 0.25 % of the mean) gives a Benjamini-Hochberg "
+            f"q below {self.alpha:g} over the cases compared; 'faster' is the same rule the "
+            f"other way."
         )
+
+    def floor_pct(self, before: FloatArray, after: FloatArray) -> float:
+        """The noise floor of one case, in percent of its median GPU time."""
+        spread = max(robust_cv_pct(before), robust_cv_pct(after))
+        if not math.isfinite(spread):
+            spread = 0.0
+        return max(self.noise_floor_pct, self.spread_factor * spread)
+
+
+def robust_cv_pct(x: FloatArray) -> float:
+    """1.4826 x MAD / median, in percent (NaN without finite samples); outliers barely move it."""
+    finite = np.asarray(x, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        return math.nan
+    median = float(np.median(finite))
+    if median <= 0:
+        return math.nan
+    return 100.0 * MAD_TO_SD * float(np.median(np.abs(finite - median))) / median
 
 
 @dataclass(frozen=True)
@@ -269,6 +300,7 @@ def compare_cases(
                     math.nan,
                     math.nan,
                     math.nan,
+                    math.nan,
                     "only after" if b is None else "only before",
                 )
             )
@@ -277,9 +309,9 @@ def compare_cases(
         ratio = a.gpu_ms / b.gpu_ms if b.gpu_ms > 0 else math.nan
         p = p_values[label]
         q = q_of[label]
-        out.append(
-            CaseChange(label, fields, b, a, ratio, delta, p, q, _verdict(b, a, delta, q, rules))
-        )
+        floor = rules.floor_pct(before.cases[label].gpu_ms, after.cases[label].gpu_ms)
+        verdict = _verdict(b, a, delta, q, floor, rules)
+        out.append(CaseChange(label, fields, b, a, ratio, delta, p, q, floor, verdict))
     return out
 
 
@@ -297,14 +329,15 @@ def _p_values(before: BenchRun, after: BenchRun, labels: Sequence[str]) -> dict[
 
 
 def _verdict(
-    b: CaseSummary, a: CaseSummary, delta_ms: float, q: float, rules: BenchRules
+    b: CaseSummary, a: CaseSummary, delta_ms: float, q: float, floor_pct: float,
+    rules: BenchRules,
 ) -> CaseVerdict:
     if b.n < 2 or a.n < 2 or not (math.isfinite(b.gpu_ms) and math.isfinite(a.gpu_ms)):
         return "insufficient data"
     if not math.isfinite(q) or q >= rules.alpha:
         return "no change"
     rel_pct = 100.0 * abs(delta_ms) / b.gpu_ms if b.gpu_ms > 0 else math.inf
-    big = rel_pct > rules.noise_floor_pct and abs(delta_ms) * 1000.0 > rules.min_delta_us
+    big = rel_pct > floor_pct and abs(delta_ms) * 1000.0 > rules.min_delta_us
     if not big:
         return "no change"
     return "regressed" if delta_ms > 0 else "faster"
@@ -314,6 +347,7 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_MIN_DELTA_US",
     "DEFAULT_NOISE_FLOOR_PCT",
+    "DEFAULT_SPREAD_FACTOR",
     "BenchRules",
     "BenchRun",
     "CaseChange",
@@ -323,6 +357,7 @@ __all__ = [
     "bench_run",
     "compare_cases",
     "parse_case_label",
+    "robust_cv_pct",
     "summaries",
     "summarise",
 ]

@@ -54,6 +54,8 @@ def bench(
         help="A change must exceed this share of the median GPU time to be flagged.")] = 5.0,
     min_delta_us: Annotated[float, typer.Option(
         help="...and this many microseconds.")] = 1.0,
+    spread_factor: Annotated[float, typer.Option(
+        help="...and this many times the case's within-run spread (robust CV).")] = 3.0,
     output: Annotated[Path | None, typer.Option(
         "--output", "-o", help="Write the markdown here instead of printing.")] = None,
     plain: Annotated[bool, typer.Option(
@@ -66,7 +68,8 @@ def bench(
     """Benchmark tables per case (rmsnorm, linalg), optionally flagged against a first run."""
     if not 1 <= len(runs) <= 2:
         raise typer.BadParameter("give one or two run files", param_hint="RUNS")
-    rules = BenchRules(alpha=alpha, noise_floor_pct=noise_floor_pct, min_delta_us=min_delta_us)
+    rules = BenchRules(alpha=alpha, noise_floor_pct=noise_floor_pct, min_delta_us=min_delta_us,
+                       spread_factor=spread_factor)
     loaded = [bench_run(load_run_file(path), str(path)) for path in runs]
     before = loaded[0]
     after = loaded[1] if len(loaded) == 2 else None

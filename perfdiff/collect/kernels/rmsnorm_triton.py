@@ -28,7 +28,7 @@ _DW_BLOCK_COLS = 64
 _DW_BLOCK_ROWS = 32
 
 
-@triton.jit  # type: ignore[misc, unused-ignore]
+@triton.jit  # type: ignore[untyped-decorator, misc, unused-ignore]
 def _rmsnorm_fwd(X, W, Y, RSTD, cols, eps, BLOCK: tl.constexpr, ACC: tl.constexpr):  # type: ignore[no-untyped-def]
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
@@ -42,7 +42,7 @@ def _rmsnorm_fwd(X, W, Y, RSTD, cols, eps, BLOCK: tl.constexpr, ACC: tl.constexp
     tl.store(Y + row * cols + offs, y.to(Y.dtype.element_ty), mask=mask)
 
 
-@triton.jit  # type: ignore[misc, unused-ignore]
+@triton.jit  # type: ignore[untyped-decorator, misc, unused-ignore]
 def _rmsnorm_bwd_dx(DY, X, W, RSTD, DX, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):  # type: ignore[no-untyped-def]
     row = tl.program_id(0).to(tl.int64)
     offs = tl.arange(0, BLOCK)
@@ -57,7 +57,7 @@ def _rmsnorm_bwd_dx(DY, X, W, RSTD, DX, cols, BLOCK: tl.constexpr, ACC: tl.const
     tl.store(DX + row * cols + offs, dx.to(DX.dtype.element_ty), mask=mask)
 
 
-@triton.jit  # type: ignore[misc, unused-ignore]
+@triton.jit  # type: ignore[untyped-decorator, misc, unused-ignore]
 def _rmsnorm_bwd_dw_partial(DY, X, RSTD, PARTIAL, rows, cols,  # type: ignore[no-untyped-def]
                             BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
     # program (column block, row block): one tile, summed over its rows into PARTIAL[row block]
