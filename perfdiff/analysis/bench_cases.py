@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -45,6 +45,7 @@ DEFAULT_MIN_DELTA_US = 1.0
 DEFAULT_SPREAD_FACTOR = 3.0
 MAD_TO_SD = 1.4826  # MAD x this estimates the standard deviation of a normal sample
 
+Measure = Literal["span", "kernels"]
 CaseVerdict = Literal[
     "regressed", "faster", "no change", "insufficient data", "only before", "only after"
 ]
@@ -171,6 +172,24 @@ class BenchRun:
     params: Mapping[str, object]
     gpu: str
     cases: Mapping[str, CaseSamples] = field(default_factory=dict)
+    measure: Measure = "span"  # what ``CaseSamples.gpu_ms`` holds (see select_measure)
+
+
+def select_measure(run: BenchRun, measure: Measure) -> BenchRun:
+    """The run with ``gpu_ms`` holding the chosen measure of GPU time per cycle.
+
+    ``span`` (default): first GPU activity start to last end, what CUDA events around the call
+    measure; it includes the gaps between kernels, a real cost of multi-kernel versions.
+    ``kernels``: the sum of kernel durations, blind to gaps; use it when the host may have
+    left the GPU idle between launches (runs recorded without the GPU lead, or a host-bound
+    op), since host delays then drift between runs while the kernels do not.
+    """
+    if measure == run.measure:
+        return run
+    if measure != "kernels":
+        raise InputError(f"unknown GPU time measure {measure!r}; use span or kernels")
+    cases = {label: replace(c, gpu_ms=c.kernel_ms) for label, c in run.cases.items()}
+    return replace(run, cases=cases, measure="kernels")
 
 
 def _per_cycle(run: Run, measured: np.ndarray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -354,10 +373,12 @@ __all__ = [
     "CaseSamples",
     "CaseSummary",
     "CaseVerdict",
+    "Measure",
     "bench_run",
     "compare_cases",
     "parse_case_label",
     "robust_cv_pct",
+    "select_measure",
     "summaries",
     "summarise",
 ]

@@ -9,17 +9,30 @@ Thin on purpose: load, reduce, compare, pivot, print.
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from perfdiff.analysis.bench_cases import BenchRules, BenchRun, bench_run, compare_cases
+from perfdiff.analysis.bench_cases import (
+    BenchRules,
+    BenchRun,
+    Measure,
+    bench_run,
+    compare_cases,
+    select_measure,
+)
 from perfdiff.cli.app import app
 from perfdiff.errors import ExitCode, IncomparableRunsError
 from perfdiff.report.bench_table import bench_view, render_markdown, render_rich
 from perfdiff.schema.io import load_run_file
+
+
+class MeasureOption(StrEnum):
+    span = "span"
+    kernels = "kernels"
 
 
 def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
@@ -54,6 +67,10 @@ def bench(
         help="A change must exceed this share of the median GPU time to be flagged.")] = 5.0,
     min_delta_us: Annotated[float, typer.Option(
         help="...and this many microseconds.")] = 1.0,
+    measure: Annotated[MeasureOption, typer.Option(
+        help="GPU time per call: span (first kernel start to last end, as CUDA events) or "
+        "kernels (sum of kernel durations, blind to host launch gaps).")
+    ] = MeasureOption.span,
     spread_factor: Annotated[float, typer.Option(
         help="...and this many times the case's within-run spread (robust CV).")] = 3.0,
     output: Annotated[Path | None, typer.Option(
@@ -70,7 +87,8 @@ def bench(
         raise typer.BadParameter("give one or two run files", param_hint="RUNS")
     rules = BenchRules(alpha=alpha, noise_floor_pct=noise_floor_pct, min_delta_us=min_delta_us,
                        spread_factor=spread_factor)
-    loaded = [bench_run(load_run_file(path), str(path)) for path in runs]
+    chosen: Measure = "kernels" if measure is MeasureOption.kernels else "span"
+    loaded = [select_measure(bench_run(load_run_file(path), str(path)), chosen) for path in runs]
     before = loaded[0]
     after = loaded[1] if len(loaded) == 2 else None
     changes = None

@@ -67,6 +67,14 @@ def _flag(change: CaseChange | None) -> str:
     return {"regressed": REGRESSED, "faster": FASTER}.get(change.verdict, "")
 
 
+def _measure_text(run: BenchRun) -> str:
+    if run.measure == "kernels":
+        return ("GPU time: the sum of the durations of the kernels launched in the cycle "
+                "(CUPTI records; gaps between kernels not counted)")
+    return ("GPU time: from the start of the first GPU activity to the end of the last one "
+            "launched in the cycle (CUPTI kernel/memcpy/memset records)")
+
+
 def _us(ms: float) -> str:
     return fmt_num(ms * 1000.0, US_DECIMALS)
 
@@ -134,9 +142,8 @@ def linalg_view(before: BenchRun, after: BenchRun | None,
     table = BenchTable("", tuple(headers), tuple(rows),
                        right=tuple(range(1, len(headers) - (1 if after is not None else 0))))
     legend = [
-        "Times are medians per cycle. GPU time: from the start of the first GPU activity to "
-        "the end of the last one launched in the cycle (CUPTI kernel/memcpy/memset records), "
-        "L2 flushed before each call; cpu_time: the same op on CPU tensors (host time).",
+        f"Times are medians per cycle. {_measure_text(before)}; cpu_time: the same op on CPU "
+        "tensors (host time).",
         f"Before: {_describe(before)}.",
     ]
     if after is not None:
@@ -201,8 +208,7 @@ def rmsnorm_view(before: BenchRun, after: BenchRun | None,
             tables.append(BenchTable(f"torch.{dtype} {direction}:", tuple(headers),
                                      tuple(rows), right=tuple(range(1, len(headers)))))
     legend = [
-        "GPU time per call in us, median per case: first kernel start to last kernel end of "
-        "the call (CUPTI records), L2 flushed before each call as triton.testing.do_bench does.",
+        f"Times in us per call, median per case. {_measure_text(shown)}.",
         f"Run: {_describe(shown)}.",
     ]
     if speedup:

@@ -16,6 +16,7 @@ from perfdiff.analysis.bench_cases import (
     compare_cases,
     parse_case_label,
     robust_cv_pct,
+    select_measure,
     summarise,
 )
 from perfdiff.collect.workloads.cases import batch_text, case_label, parse_batches, shape_text
@@ -157,3 +158,16 @@ def test_robust_cv_is_non_negative_and_zero_for_constant_samples(values: list[fl
 def test_bad_rules_are_refused(kwargs: dict[str, float]) -> None:
     with pytest.raises(InputError):
         BenchRules(**kwargs)
+
+
+def test_kernel_time_measure_ignores_gaps_that_the_span_counts() -> None:
+    a = bench_run(make_bench_file(BenchFileSpec([CaseSpec("impl=a", (0.01, 0.01), gap_ms=0.001)],
+                                                noise=0.002, seed=1)))
+    b = bench_run(make_bench_file(BenchFileSpec([CaseSpec("impl=a", (0.01, 0.01), gap_ms=0.020)],
+                                                noise=0.002, seed=2)))
+    assert compare_cases(a, b)[0].verdict == "regressed"
+    ka, kb = select_measure(a, "kernels"), select_measure(b, "kernels")
+    assert ka.measure == "kernels" and select_measure(ka, "kernels") is ka
+    assert compare_cases(ka, kb)[0].verdict == "no change"
+    with pytest.raises(InputError, match="span or kernels"):
+        select_measure(a, "wall")  # type: ignore[arg-type]
