@@ -134,7 +134,7 @@ def collect(
     metric: Annotated[list[str] | None, _MetricOpt] = None,
     only_metrics: Annotated[bool, _OnlyOpt] = False,
     sample_interval_ns: Annotated[int, typer.Option(help="PM sampling interval (ns of GPU time).")]
-    = 5000,
+    = 20_000,
     nvml_interval_ms: Annotated[float, typer.Option(help="NVML polling interval in ms.")] = 10.0,
     no_pm: Annotated[bool, typer.Option("--no-pm", help="Do not PM-sample.")] = False,
     no_nvml: Annotated[bool, typer.Option("--no-nvml", help="Do not poll NVML.")] = False,

@@ -25,7 +25,7 @@ from perfdiff.schema.model import MetricSeries
 TENSOR_METRIC = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
 DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
-DEFAULT_INTERVAL_NS = 5_000
+DEFAULT_INTERVAL_NS = 20_000  # 5 us overflowed the hardware buffer on the H200 (see below)
 # A sample record takes about 13 KB of the hardware buffer on GH100 (512 MiB overflowed after
 # ~40,000 samples on the H200 test machine), so the buffer is large and drained often.
 HARDWARE_BUFFER_BYTES = 2 * 1024 * 1024 * 1024
@@ -201,6 +201,8 @@ class PmSampler:
                     self._images.append((image, completed))
                 if int(params.decode_stop_reason) != full:
                     return
+                if self._stop_drain.is_set() and threading.current_thread() is self._drainer:
+                    return  # stop() decodes the rest after sampling has stopped
 
     def _completed_samples(self, image: Any) -> int:
         cupti = self._cupti
@@ -212,6 +214,8 @@ class PmSampler:
         return int(info.num_completed_samples)
 
     def stop(self) -> list[MetricSeries]:
+        # Stop the drain first (it leaves after the image it is decoding), then sampling,
+        # then decode what is left: sampling must not run on while a backlog is decoded.
         self._stop_drain.set()
         if self._drainer is not None:
             self._drainer.join(timeout=30.0)
