@@ -26,6 +26,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from perfdiff.analysis import columns as C
+from perfdiff.analysis.collectives import collective_note, is_collective
 from perfdiff.analysis.inventory import inventory_changes, present_functions
 from perfdiff.analysis.model import (
     CompareOptions,
@@ -102,6 +103,12 @@ def compare_tables(
     n_runs = [int(t[C.RUN].nunique()) for t in tables]
     unit: TestUnit = "runs" if min(n_runs) >= 2 else "batch means"
     notes.append(_unit_note(unit, n_runs, opts.n_batches))
+    note = collective_note(
+        set(tables[0][C.DEVICE]) | set(tables[1][C.DEVICE]),
+        set(tables[0][C.FUNCTION]) | set(tables[1][C.FUNCTION]),
+    )
+    if note:
+        notes.append(note)
     units = (
         side_units(tables[0], unit, opts.n_batches),
         side_units(tables[1], unit, opts.n_batches),
@@ -547,7 +554,11 @@ def _findings(rows: list[MetricRow], opts: CompareOptions, comparable: bool) -> 
             k: (r.beta_normal + r.beta_abnormal) / 200.0 * abs(_log_change(moves_of[k][0]))
             for k, r in heads.items()
         }
-    ordered = sorted(heads.items(), key=lambda kv: (-weight[kv[0]], kv[0][2], kv[0][1]))
+    # With several devices, a collective that grew is usually a fast rank waiting for the
+    # straggler: it comes after the compute kernels that changed (collectives.py).
+    several = len({key[1] for key in by_fn}) > 1
+    ordered = sorted(heads.items(), key=lambda kv: (
+        several and is_collective(kv[0][2]), -weight[kv[0]], kv[0][2], kv[0][1]))
     findings = []
     for key, row in ordered[: max(0, opts.top)]:
         moves = moves_of[key]

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from perfdiff.analysis import columns as C
+from perfdiff.analysis.collectives import is_collective
 from perfdiff.analysis.model import (
     CompareOptions,
     CycleTimeChange,
@@ -168,15 +169,25 @@ def device_summaries(
     cycle_ms_by_pid: pd.Series,
     rel_floor_of: Callable[[tuple[int, str]], float] = lambda _g: REL_SE_FLOOR,
 ) -> list[DeviceSummary]:
-    """Kernel-busy time per cycle of each (pid, device): which GPU departs from the others."""
+    """Kernel-busy time per cycle of each (pid, device): which GPU departs from the others.
+
+    With several devices, collective kernels are left out: on the GPUs that wait for a
+    straggler their time is waiting, not work (``collectives.py``).
+    """
     busy: list[list[pd.Series]] = [[], []]
     groups = []
-    for g in sorted(set(groups_of(units[0].time_ms)) & set(groups_of(units[1].time_ms))):
+    common = sorted(set(groups_of(units[0].time_ms)) & set(groups_of(units[1].time_ms)))
+    several = len({g[1] for g in common}) > 1
+    for g in common:
         sides = []
         for u in units:
             frame = group_rows(u.time_ms, g)
             kinds = group_types(u.func_type, g)
-            kernel_cols = [c for c in frame.columns if kinds.get(str(c), "") in C.KERNEL_TYPES]
+            kernel_cols = [
+                c for c in frame.columns
+                if kinds.get(str(c), "") in C.KERNEL_TYPES
+                and not (several and is_collective(str(c)))
+            ]
             sides.append(frame[kernel_cols].sum(axis=1))
         if float(sides[0].sum()) > 0 or float(sides[1].sum()) > 0:
             groups.append(g)
