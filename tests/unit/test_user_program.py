@@ -369,11 +369,16 @@ sys.exit(max(p.wait() for p in procs))
 """
 
 WORKER = """
-slow = float(sys.argv[1]) if os.environ["RANK"] == "1" else 1.0
+# Rank 1's compute is slowed by the factor in argv; as in a real all-reduce, rank 0's
+# collective then waits for rank 1 and lasts longer by rank 1's delay.
+factor = float(sys.argv[1])
+rank = os.environ["RANK"]
 for i in range(12):
     with perfdiff.cycle():
-        launch("gemm", 1.0 * slow)
-        launch("allreduce", 0.3)
+        launch("gemm_fwd", 0.4 * (factor if rank == "1" else 1.0))
+        launch("gemm_bwd", 0.6 * (factor if rank == "1" else 1.0))
+        wait = (factor - 1.0) * 1.0 if rank == "0" else 0.0
+        launch("ncclDevKernel_AllReduce_Sum_f32", 0.3 + wait)
         time.sleep(0.003)  # the host step: the GPU work fits in it
 """
 
@@ -396,9 +401,12 @@ def test_launcher_ranks_become_devices_and_the_slow_one_is_singled_out(tmp_path:
     c = compare_tables(sides[0].table, sides[1].table, FAST,
                        normal_meta=sides[0].meta, abnormal_meta=sides[1].meta)
     verdicts = {d.device: d.verdict for d in c.devices}
-    assert verdicts == {"GPU 0": "no change", "GPU 1": "slower"}
-    changed = [r for r in c.rows if r.verdict == "slower"]
-    assert changed and changed[0].device == "GPU 1" and changed[0].function == "gemm"
+    assert verdicts == {"GPU 0": "no change", "GPU 1": "slower"}  # compute kernels only
+    assert [(f.device, f.function) for f in c.findings][:2] == [
+        ("GPU 1", "gemm_bwd"), ("GPU 1", "gemm_fwd")]  # the waiting collective comes after
+    waiting = next(r for r in c.rows if r.device == "GPU 0" and r.function.startswith("nccl"))
+    assert waiting.verdict == "slower"  # still reported
+    assert any("collective" in note for note in c.notes)
 
 
 def test_children_of_the_program_are_not_recorded_twice(tmp_path: Path) -> None:

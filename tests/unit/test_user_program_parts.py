@@ -253,3 +253,48 @@ def test_scripts_run_under_this_python(tmp_path: Path) -> None:
     script.write_text("")
     assert resolve_command([str(script), "1"]) == [sys.executable, str(script), "1"]
     assert exit_status(-9) == 137 and exit_status(3) == 3
+
+
+# ------------------------------------------------------------------------------ collectives
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", True),
+        ("ncclKernel_AllGather_RING_LL_Sum_int8_t", True),
+        ("void vllm::cross_device_reduce_1stage<float, 2>(...)", False),
+        ("one_shot_all_reduce_kernel", True),
+        ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", False),
+        ("void at::native::reduce_kernel<512, 1>(...)", False),
+    ],
+)
+def test_collective_names(name: str, expected: bool) -> None:
+    from perfdiff.analysis.collectives import is_collective
+
+    assert is_collective(name) is expected
+
+
+def _ddp_job(factor: float, seed: int) -> RunFile:
+    """Two ranks; rank 1's compute slowed by ``factor``; rank 0's all-reduce waits for it."""
+    delay = (factor - 1.0) * 9.0
+    rank0 = [KernelSpec("gemm_fwd", 3.0), KernelSpec("gemm_bwd", 6.0),
+             KernelSpec("ncclDevKernel_AllReduce", 0.5 + delay)]
+    rank1 = [KernelSpec("gemm_fwd", 3.0 * factor), KernelSpec("gemm_bwd", 6.0 * factor),
+             KernelSpec("ncclDevKernel_AllReduce", 0.5)]
+    return merge_run_files([_ranked(make_run_file(rank0, n_cycles=40, seed=seed), 0, 100),
+                            _ranked(make_run_file(rank1, n_cycles=40, seed=seed + 1), 1, 101)])
+
+
+def test_a_straggler_is_singled_out_not_the_ranks_that_wait_for_it() -> None:
+    from perfdiff.analysis.comparison import compare_tables
+    from perfdiff.analysis.model import CompareOptions
+    from perfdiff.analysis.sides import side_from_run_file
+
+    normal = side_from_run_file(_ddp_job(1.0, 1), source="n")
+    slow = side_from_run_file(_ddp_job(1.8, 3), source="a")
+    c = compare_tables(normal.table, slow.table, CompareOptions(bootstrap_resamples=200),
+                       normal_meta=normal.meta, abnormal_meta=slow.meta)
+    assert {d.device: d.verdict for d in c.devices} == {"GPU 0": "no change", "GPU 1": "slower"}
+    assert c.findings[0].device == "GPU 1" and c.findings[0].function == "gemm_bwd"
+    assert c.rows[0].device == "GPU 1"
