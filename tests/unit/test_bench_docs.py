@@ -1,0 +1,52 @@
+"""docs/howto/benchmarks.md shows the tables ``perfdiff bench`` prints for the fixtures: if the
+fixtures, the statistics or the layout change, this test fails until the page is regenerated
+(run the two commands in the page and paste their output)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfdiff.analysis.bench_cases import (
+    BenchRules,
+    BenchRun,
+    bench_run,
+    compare_cases,
+    select_measure,
+)
+from perfdiff.report.bench_table import bench_view, render_markdown
+from perfdiff.schema.io import load_run_file
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "howto" / "benchmarks.md"
+
+
+def _run(name: str) -> BenchRun:
+    path = ROOT / "fixtures" / name
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    return bench_run(load_run_file(path), f"fixtures/{name}")
+
+
+def _table_lines(markdown: str) -> list[str]:
+    return [line for line in markdown.splitlines() if line.startswith(("|", "torch."))]
+
+
+def test_rmsnorm_tables_in_the_page_are_the_fixture_output() -> None:
+    run = select_measure(_run("rmsnorm-h200.json.gz"), "kernels")
+    expected = _table_lines(render_markdown(bench_view(run, None, None, BenchRules())))
+    page = PAGE.read_text(encoding="utf-8").splitlines()
+    assert len(expected) > 80
+    missing = [line for line in expected if line not in page]
+    assert not missing, missing[:3]
+
+
+def test_linalg_table_in_the_page_is_the_fixture_output() -> None:
+    before = _run("linalg-h200-magma.json.gz")
+    after = _run("linalg-h200-cusolver.json.gz")
+    changes = compare_cases(before, after)
+    text = render_markdown(bench_view(before, after, changes, BenchRules()))
+    page = PAGE.read_text(encoding="utf-8")
+    assert all(line in page.splitlines() for line in _table_lines(text))
+    assert text.splitlines()[-1] in page  # "40 cases compared: ..."
