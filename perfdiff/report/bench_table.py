@@ -114,7 +114,6 @@ def linalg_view(before: BenchRun, after: BenchRun | None,
             if s.fields.get("device") == "cpu":
                 cpu[_linalg_key(s)] = s.host_ms
     change_of = {c.label: c for c in changes or ()}
-    headers = ["shape", "cpu_time (ms)", f"gpu_time_before ({_backend(before)}) (ms)"]
     if after is not None:
         headers = ["shape", "cpu_time (ms)", f"gpu_time_before ({_backend(before)}) (ms)",
                    f"gpu_time_after ({_backend(after)}) (ms)", "after/before", "q", ""]

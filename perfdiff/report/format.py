@@ -129,13 +129,21 @@ def md_cell(text: str) -> str:
     """
     text = _one_line(text)
     out = []
-    for i, ch in enumerate(text):
-        if ch == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and (
-            text[i + 1].isalnum()
-        ):
-            out.append(ch)
-        else:
-            out.append(_CELL_ESCAPES.get(ch, ch))
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "_":
+            end = i
+            while end < len(text) and text[end] == "_":
+                end += 1
+            intraword = i > 0 and end < len(text) and text[i - 1].isalnum() and (
+                text[end].isalnum()
+            )
+            out.append(text[i:end] if intraword else "\\_" * (end - i))
+            i = end
+            continue
+        out.append(_CELL_ESCAPES.get(ch, ch))
+        i += 1
     return "".join(out)
 
 

@@ -69,13 +69,31 @@ def render_markdown(comparison: Comparison, *, max_rows: int | None = DEFAULT_MA
 # ----------------------------------------------------------------------------- header
 
 
+MAX_CYCLE_DEFINITION = 100
+
+
+def _cycle_definition(text: str) -> str:
+    """A cycle definition fit for one line: a long list of case labels is cut, with its count."""
+    if len(text) <= MAX_CYCLE_DEFINITION:
+        return text
+    items = text.split(", ")
+    if len(items) == 1:
+        return text[:MAX_CYCLE_DEFINITION] + "…"
+    shown: list[str] = []
+    for item in items:
+        if shown and len(", ".join([*shown, item])) > MAX_CYCLE_DEFINITION:
+            break
+        shown.append(item)
+    return f"{', '.join(shown)}, … (+{len(items) - len(shown)} more labels)"
+
+
 def _side_line(side: SideSummary) -> str:
     runs = "run" if side.n_runs == 1 else "runs"
     return (
         f"- **{md_cell(side.label)}**: {md_code(side.source)} — workload "
         f"{md_code(side.workload)}, {fmt_int(side.n_runs)} {runs}, "
         f"{_count(side.n_cycles, 'measured cycle')}, cycles cut at "
-        f"{md_code(side.cycle_definition)}"
+        f"{md_code(_cycle_definition(side.cycle_definition))}"
     )
 
 
@@ -136,7 +154,8 @@ def _summary_section(comparison: Comparison) -> str:
     else:
         out.append(
             "**Cycle times not compared:** the two sides' cycles were cut differently "
-            f"({md_code(n.cycle_definition)} vs {md_code(a.cycle_definition)}); only shares "
+            f"({md_code(_cycle_definition(n.cycle_definition))} vs "
+            f"{md_code(_cycle_definition(a.cycle_definition))}); only shares "
             "of cycle time (β) and metrics (μ) are compared below."
         )
     out.append("")
