@@ -212,3 +212,11 @@ def test_any_numbers_render_without_error(
     assert not re.search(r"\bnan\b", text, flags=re.IGNORECASE)
     json.loads(render_json(c))
     render_terminal(c, Console(file=io.StringIO(), width=100))
+
+
+def test_long_case_label_lists_are_cut_with_a_count() -> None:
+    labels = ", ".join(f"impl=cuda shape=4x{i}" for i in range(300))
+    text = render_markdown(comparison(normal=side("normal", cycle_definition=labels)))
+    header = next(line for line in text.splitlines() if line.startswith("- **normal**"))
+    assert len(header) < 300
+    assert re.search(r"… \(\+\d+ more labels\)", header)
