@@ -31,6 +31,7 @@ from perfdiff.analysis.inventory import inventory_changes, present_functions
 from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
+    CycleTimeChange,
     Finding,
     InventoryChange,
     MetricMove,
@@ -117,12 +118,19 @@ def compare_tables(
         tables[0].drop_duplicates([C.RUN, C.PID, C.CYCLE]).groupby(C.PID)[C.CYCLE_MS].mean()
     )
     rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid, unit)
-    findings = _findings(rows, opts, comparable)
+    cycle_time = cycle_time_change(tables, unit, opts, comparable)
+    findings = _findings(rows, opts, comparable, cycle_time)
+    if findings and all(f.verdict not in CHANGE for f in findings) and comparable:
+        notes.append(
+            "The cycle time changed but no single function changed by more than "
+            f"{opts.practical_threshold_pct:g} % of the cycle: the key findings are the "
+            "significant contributors in the same direction (q < alpha), largest first."
+        )
     rows = _rank(rows, findings)
     return Comparison(
         normal=side_summary(tables[0], metas[0], labels[0]),
         abnormal=side_summary(tables[1], metas[1], labels[1]),
-        cycle_time=cycle_time_change(tables, unit, opts, comparable),
+        cycle_time=cycle_time,
         rows=tuple(rows),
         findings=tuple(findings),
         inventory=tuple(inventory),
@@ -525,10 +533,17 @@ def _primary_change(row: MetricRow) -> float:
     return row.time_delta_ms if np.isfinite(row.time_delta_ms) else row.delta_beta
 
 
-def _findings(rows: list[MetricRow], opts: CompareOptions, comparable: bool) -> list[Finding]:
+def _findings(
+    rows: list[MetricRow],
+    opts: CompareOptions,
+    comparable: bool,
+    cycle_time: CycleTimeChange,
+) -> list[Finding]:
     """Key findings, each with the μ moves that went with it.
 
-    Comparable cycles: every function whose time changed, largest change first. Cycles cut
+    Comparable cycles: every function whose time changed, largest change first; when none did
+    but the cycle time did (many kernels each a little slower), the significant contributors in
+    the cycle's direction, so the report still says where the time went. Cycles cut
     differently: time and even β are not comparable (β is a share of another kind of cycle), but
     μ is (the metric while the function ran), so the findings are the functions whose metrics
     moved, ranked by share x |relative μ change|.
@@ -547,6 +562,15 @@ def _findings(rows: list[MetricRow], opts: CompareOptions, comparable: bool) -> 
     }
     if comparable:
         heads = {k: v[0] for k, v in by_fn.items() if v[0].verdict in CHANGE}
+        if not heads and cycle_time.verdict in CHANGE:
+            direction = np.sign(cycle_time.delta_ms)
+            heads = {
+                k: v[0]
+                for k, v in by_fn.items()
+                if np.isfinite(v[0].q_value)
+                and v[0].q_value < opts.alpha
+                and np.sign(_primary_change(v[0])) == direction
+            }
         weight = {k: abs(_primary_change(r)) for k, r in heads.items()}
     else:
         heads = {k: v[0] for k, v in by_fn.items() if moves_of[k]}
@@ -557,8 +581,10 @@ def _findings(rows: list[MetricRow], opts: CompareOptions, comparable: bool) -> 
     # With several devices, a collective that grew is usually a fast rank waiting for the
     # straggler: it comes after the compute kernels that changed (collectives.py).
     several = len({key[1] for key in by_fn}) > 1
-    ordered = sorted(heads.items(), key=lambda kv: (
-        several and is_collective(kv[0][2]), -weight[kv[0]], kv[0][2], kv[0][1]))
+    ordered = sorted(
+        heads.items(),
+        key=lambda kv: (several and is_collective(kv[0][2]), -weight[kv[0]], kv[0][2], kv[0][1]),
+    )
     findings = []
     for key, row in ordered[: max(0, opts.top)]:
         moves = moves_of[key]

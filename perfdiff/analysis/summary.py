@@ -184,7 +184,8 @@ def device_summaries(
             frame = group_rows(u.time_ms, g)
             kinds = group_types(u.func_type, g)
             kernel_cols = [
-                c for c in frame.columns
+                c
+                for c in frame.columns
                 if kinds.get(str(c), "") in C.KERNEL_TYPES
                 and not (several and is_collective(str(c)))
             ]

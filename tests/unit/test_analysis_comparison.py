@@ -30,8 +30,9 @@ def _compare(a: RunFile, b: RunFile, options: CompareOptions = FAST) -> Comparis
 
 def _slower_gemm(pct: float, tensor: float = 60.0) -> tuple[KernelSpec, ...]:
     gemm, *rest = DEFAULT_KERNELS
-    slow = dataclasses.replace(gemm, ms=gemm.ms * (1 + pct / 100), metrics={**gemm.metrics,
-                                                                         "tensor_pct": tensor})
+    slow = dataclasses.replace(
+        gemm, ms=gemm.ms * (1 + pct / 100), metrics={**gemm.metrics, "tensor_pct": tensor}
+    )
     return (slow, *rest)
 
 
@@ -97,6 +98,21 @@ def test_one_run_per_side_does_not_flag_changes_within_run_to_run_variation() ->
     assert gemm.time_ci_low_ms < 0 < gemm.time_ci_high_ms
 
 
+def test_many_small_slowdowns_are_reported_as_contributors() -> None:
+    """Ten kernels each +0.02 ms (< 1 % of a ~2.5 ms cycle); together the cycle is +8 %."""
+    base = [KernelSpec(f"k{i}", 0.2) for i in range(10)]
+    slow = [dataclasses.replace(k, ms=0.22) for k in base]
+    c = _compare(
+        make_run_file(base, n_cycles=40, noise=0.005, metrics=()),
+        make_run_file(slow, n_cycles=40, noise=0.005, seed=3, metrics=()),
+    )
+    assert c.cycle_time.verdict == "slower"
+    assert not [r for r in c.rows if r.verdict in CHANGED]
+    assert c.findings and all(f.function.startswith("k") for f in c.findings)
+    assert all(f.verdict == "no change" and f.time_delta_ms > 0 for f in c.findings)
+    assert any("significant contributors" in n for n in c.notes)
+
+
 def test_appeared_and_vanished_are_inventory_not_rows() -> None:
     normal = make_run_file([*DEFAULT_KERNELS, KernelSpec("old_kernel", 0.1)], n_cycles=10)
     abnormal = make_run_file([*DEFAULT_KERNELS, KernelSpec("new_kernel", 0.2)], n_cycles=10)
@@ -153,8 +169,10 @@ def test_cycles_cut_differently_compare_shares_only() -> None:
 def test_nan_metrics_and_odd_names_give_a_report() -> None:
     kernels = [KernelSpec(n, 0.3 + 0.1 * i, {"u": 50.0}) for i, n in enumerate(ODD_NAMES)]
     slower = [dataclasses.replace(kernels[1], ms=0.8), *kernels[:1], *kernels[2:]]
-    c = _compare(make_run_file(kernels, nan_metric_fraction=0.5, n_cycles=20),
-                 make_run_file(slower, nan_metric_fraction=0.5, n_cycles=20, seed=9))
+    c = _compare(
+        make_run_file(kernels, nan_metric_fraction=0.5, n_cycles=20),
+        make_run_file(slower, nan_metric_fraction=0.5, n_cycles=20, seed=9),
+    )
     assert c.findings[0].function == "kernel|with|pipes"
     assert {r.function for r in c.rows} >= set(ODD_NAMES)
 
@@ -162,8 +180,10 @@ def test_nan_metrics_and_odd_names_give_a_report() -> None:
 def test_multi_device_summary_points_at_the_slow_gpu() -> None:
     specs = [KernelSpec("gemm", 1.0, device=None), KernelSpec("extra", 0.5, device=1)]
     slow = [KernelSpec("gemm", 1.0, device=None), KernelSpec("extra", 1.0, device=1)]
-    c = _compare(make_run_file(specs, n_devices=2, n_cycles=30),
-                 make_run_file(slow, n_devices=2, n_cycles=30, seed=4))
+    c = _compare(
+        make_run_file(specs, n_devices=2, n_cycles=30),
+        make_run_file(slow, n_devices=2, n_cycles=30, seed=4),
+    )
     verdicts = {d.device: d.verdict for d in c.devices}
     assert verdicts == {"GPU 0": "no change", "GPU 1": "slower"}
 
