@@ -43,8 +43,10 @@ def test_gpt_infer_records_every_cycle_and_pm_utilisation(tmp_path: Path) -> Non
     assert run.cycles.index.size == 12 and int(run.cycles.warmup.sum()) == 2
     assert set(rf.collection.sources) == {"cupti_activity", "pm_sampling", "nvml"}, \
         rf.collection.warnings
-    measured = run.kernels.cycle >= 0
-    counts = np.bincount(run.kernels.cycle[measured])
+    in_cycle = run.kernels.cycle >= 0
+    counts = np.bincount(run.kernels.cycle[in_cycle])
+    # PM sampling starts with the first measured cycle: warm-up kernels have no samples.
+    measured = in_cycle & ~run.cycles.warmup[np.clip(run.kernels.cycle, 0, None)]
     assert counts.min() == counts.max() > 10  # same launch sequence every cycle
     by_name = {m.name: m for m in run.metrics}
     tensor = kernel_metric_means(run, by_name[TENSOR_METRIC])
