@@ -298,3 +298,23 @@ def test_a_straggler_is_singled_out_not_the_ranks_that_wait_for_it() -> None:
     assert {d.device: d.verdict for d in c.devices} == {"GPU 0": "no change", "GPU 1": "slower"}
     assert c.findings[0].device == "GPU 1" and c.findings[0].function == "gemm_bwd"
     assert c.rows[0].device == "GPU 1"
+
+
+def test_ranks_line_up_by_device_whatever_their_pids() -> None:
+    from perfdiff.analysis.comparison import compare_tables
+    from perfdiff.analysis.model import CompareOptions
+    from perfdiff.analysis.sides import side_from_run_file
+
+    kernels = [KernelSpec("gemm", 1.0)]
+    normal = merge_run_files([_ranked(make_run_file(kernels, seed=1), 0, 100),
+                              _ranked(make_run_file(kernels, seed=2), 1, 101)])
+    # rank 1 happened to get the lower pid this time
+    other = merge_run_files([_ranked(make_run_file(kernels, seed=3), 0, 201),
+                             _ranked(make_run_file(kernels, seed=4), 1, 200)])
+    sides = side_from_run_file(normal, source="n"), side_from_run_file(other, source="a")
+    c = compare_tables(sides[0].table, sides[1].table, CompareOptions(bootstrap_resamples=100),
+                       normal_meta=sides[0].meta, abnormal_meta=sides[1].meta)
+    assert not c.inventory  # nothing "appeared" or "vanished"
+    assert {(r.device, r.pid) for r in c.rows if r.function == "gemm"} == {
+        ("GPU 0", 100), ("GPU 1", 101)}
+    assert any("matched to normal by device" in note for note in c.notes)
