@@ -6,7 +6,8 @@
 # CUDA events (same L2 flush + GPU spin before each call, no CUPTI). Everything lands under
 # $OUT (fixtures as one tar).
 #
-# usage: scripts/gpu_bench.sh [STEP...]   steps: install env build fixtures crosscheck pack tests
+# usage: scripts/gpu_bench.sh [STEP...]
+#   steps: install env build fixtures crosscheck tables pack tests (the default: all, in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/perfdiff-bench}
@@ -94,12 +95,25 @@ step_crosscheck() {
     --json "$OUT/crosscheck-linalg-$b1.json"
 }
 
+step_tables() {  # the seeds' tables and the A/A checks from what was just recorded
+  local tag b1 b2
+  tag=$(gpu_tag)
+  read -r b1 b2 <<<"$(backends)"
+  {
+    perfdiff bench "$FIX/rmsnorm-$tag.json.gz" --plain
+    perfdiff bench "$FIX/rmsnorm-$tag.json.gz" "$FIX/rmsnorm-$tag-rerun.json.gz" --plain
+    perfdiff bench "$FIX/linalg-$tag-$b1.json.gz" "$FIX/linalg-$tag-$b2.json.gz" --plain
+    perfdiff bench "$FIX/linalg-$tag-$b2.json.gz" "$FIX/linalg-$tag-$b2-rerun.json.gz" --plain
+  } > "$OUT/tables.md" 2>&1
+  grep -E "cases compared" "$OUT/tables.md" | tee -a "$LOG"
+}
+
 step_pack() {
   tar -C "$OUT" -cf "$OUT/fixtures.tar" fixtures && rm -rf "$FIX"
 }
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(install env build fixtures crosscheck pack tests)
+[ ${#steps[@]} -eq 0 ] && steps=(install env build fixtures crosscheck tables pack tests)
 for s in "${steps[@]}"; do
   say "step $s"
   "step_$s" || say "step $s FAILED (rc=$?)"

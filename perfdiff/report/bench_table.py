@@ -282,7 +282,7 @@ def render_rich(view: BenchView, console: Console) -> None:
             rich_table.add_row(*(_rich_cell(c) for c in row))
         console.print(rich_table)
     for line in view.legend:
-        console.print(escape(line), style="dim")
+        console.print(escape(line), style="dim", highlight=False)
 
 
 def _rich_cell(text: str) -> str:

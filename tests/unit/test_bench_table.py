@@ -152,3 +152,19 @@ def test_other_workloads_get_one_row_per_case(run_cli: Runner, tmp_path: Path) -
     assert code == 0, err
     rows = [line for line in out.splitlines() if line.startswith("| ") and "case" not in line]
     assert len(rows) == 2 and all(len(_cells(r.replace("\\|", ""))) == 6 for r in rows)
+
+
+def test_terminal_rendering_shows_the_same_cells() -> None:
+    from rich.console import Console
+
+    from perfdiff.report.bench_table import render_rich
+
+    a = bench_run(make_bench_file(BenchFileSpec(rmsnorm_cases(), seed=1, noise=0.005)))
+    b = bench_run(make_bench_file(BenchFileSpec(rmsnorm_cases({PLANTED: 1.3}), seed=2,
+                                                noise=0.005)))
+    view = bench_view(a, b, compare_cases(a, b), BenchRules())
+    console = Console(width=160, record=True)
+    render_rich(view, console)
+    text = console.export_text()
+    assert "***regressed" in text and "[4, 2048, 4096]" in text
+    assert text.count("torch.float32 forward:") == 1
