@@ -184,3 +184,42 @@ def test_a_wrong_eigensolver_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     results = linalg.check_case(torch, case, "cpu", torch.Generator().manual_seed(1))
     with pytest.raises(WrongResultError, match="eigenvalues"):
         require(results)
+
+
+def test_the_gpu_lead_flushes_then_spins_and_is_a_no_op_on_cpu() -> None:
+    from perfdiff.collect.kernels.lead import FLUSH_BYTES, SPIN_CYCLES_PER_US, GpuLead
+
+    calls: list[tuple[str, object]] = []
+
+    class Buffer:
+        def zero_(self) -> None:
+            calls.append(("zero", None))
+
+    class FakeCuda:
+        @staticmethod
+        def _sleep(cycles: int) -> None:
+            calls.append(("sleep", cycles))
+
+        @staticmethod
+        def synchronize() -> None:
+            calls.append(("sync", None))
+
+    class FakeTorch:
+        int32 = "int32"
+        cuda = FakeCuda()
+
+        @staticmethod
+        def empty(n: int, **kwargs: object) -> Buffer:
+            calls.append(("empty", n))
+            return Buffer()
+
+    lead = GpuLead(FakeTorch(), "cuda:0", lead_us=250)
+    lead()
+    lead.synchronize()
+    assert calls == [("empty", FLUSH_BYTES // 4), ("zero", None),
+                     ("sleep", 250 * SPIN_CYCLES_PER_US), ("sync", None)]
+    calls.clear()
+    off = GpuLead(FakeTorch(), "cpu", lead_us=250)
+    off()
+    off.synchronize()
+    assert calls == []
