@@ -10,6 +10,14 @@ Degradation: if the metrics cannot be configured together, each is tried alone o
 collector (after one rejected name, CUPTI's host object fails every later name, see
 gpu-notes) and only the accepted ones are sampled. Every metric dropped, and every failure
 to start (no permission to profile, chip not supported), becomes a warning in the run file.
+
+Decoding: cupti-python's ``Collector.decode()`` creates a fresh counter-data image and walks
+every sample in Python, which on the H200 could not keep up with the hardware buffer while a
+workload ran. So the drain thread calls the raw ``pm_sampling_decode_data`` binding once per
+period into a copy of a blank image, and timestamps and values are extracted only after the
+workload ends. That uses three private members of ``Collector`` (``_pm_sampling_object``,
+``_chip_name``, ``_create_counter_data_image``), checked at construction: a cupti-python
+without them degrades to "PM sampling unavailable" with a warning, never a crash.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ FALLBACK_BUFFER_BYTES = 512 * 1024 * 1024
 DRAIN_PERIOD_S = 0.02
 IMAGE_SAMPLES = 8_000  # counter-data image capacity; a full image is followed by another
 FIRST_SAMPLE_WAIT_S = 0.002  # the first sample ended ~0.6 ms after start (clock_check.py)
+_COLLECTOR_INTERNALS = ("_pm_sampling_object", "_chip_name", "_create_counter_data_image")
 
 
 class PmSamplingUnavailable(Exception):
@@ -70,6 +79,13 @@ class PmSampler:
                 f"({', '.join(metrics)})"
             )
         self._collector = self._configured(self.metrics)
+        missing = [name for name in _COLLECTOR_INTERNALS if not hasattr(self._collector, name)]
+        if missing:
+            self._collector.disable()
+            raise PmSamplingUnavailable(
+                "PM sampling unavailable: this cupti-python's Collector lacks "
+                f"{', '.join(missing)}; install cupti-python 13.4"
+            )
         self._start_ns = 0
         self.first_sample_offset_ns: int | None = None
         self._lock = threading.Lock()
