@@ -6,7 +6,7 @@
 set -uo pipefail
 D=${1:-fixtures}
 mkdir -p "$D/aa"
-I=${FIX_INTERVAL:-5000}          # PM interval (ns) of the main fixtures
+I=${FIX_INTERVAL:-20000}         # PM interval (ns) of the main fixtures (the default)
 IA=$(( I > 10000 ? I : 10000 ))  # the A/A runs: coarser, to keep ten files small
 c() { echo "\$ perfdiff collect $*"; perfdiff collect "$@" -q || echo "FAILED rc=$?: $*"; }
 c gpt-infer --cycles 40 --warmup 5 --sample-interval-ns "$I" -o "$D/gpt-infer-normal.json.gz"
