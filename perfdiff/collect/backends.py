@@ -7,6 +7,7 @@ adapters behind these interfaces (``cupti_activity``, ``pm_sampling``, ``nvml``)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -57,7 +58,7 @@ class Sources:
     trace: TraceBackend
     samplers: list[MetricSampler] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    synchronize: object = None  # callable () -> None waiting for the GPU, or None
+    synchronize: Callable[[], object] | None = None  # waits for the GPU (torch.cuda.synchronize)
 
     def source_names(self) -> tuple[str, ...]:
         return (self.trace.name, *(s.name for s in self.samplers))

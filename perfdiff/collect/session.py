@@ -154,7 +154,7 @@ def _stop_all(sources: Sources, started: list[MetricSampler], tracing: bool) -> 
     """Wait for the GPU, stop samplers then tracing; every failure becomes a warning."""
     out = _Stopped()
     sync = sources.synchronize
-    if callable(sync):
+    if sync is not None:
         try:
             sync()
         except Exception as exc:
