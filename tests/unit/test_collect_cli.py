@@ -1,7 +1,9 @@
-"""``perfdiff collect`` on a machine that cannot collect: one line, documented exit code.
+"""``perfdiff collect`` on a machine that cannot collect, and usage mistakes: one line each,
+with the documented exit code.
 
-Runs the real console entry point in a subprocess, as a user would. Where this machine has
-a GPU and cupti-python, the test cannot observe the failure and is skipped.
+The no-GPU case runs the console entry point in a subprocess, as a user would (where this
+machine has a GPU and cupti-python, it cannot observe the failure and is skipped). Usage
+mistakes call the same entry point in-process, which is faster.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from perfdiff.cli.app import main
 from perfdiff.errors import ExitCode
 
 PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
@@ -51,16 +54,32 @@ def test_missing_gpu_or_cupti_is_one_line_with_exit_code_5(tmp_path: Path) -> No
         (["gpt-infer", "--contend", "1.5"], "--contend must be between 0 and 1"),
     ],
 )
-def test_usage_mistakes_are_one_line_exit_2(args: list[str], needle: str) -> None:
-    proc = subprocess.run([*PERFDIFF, "collect", *args], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == ExitCode.USAGE
-    assert needle in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+def test_usage_mistakes_are_one_line_exit_2(
+    args: list[str], needle: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = _run_in_process(["collect", *args], monkeypatch, capsys)
+    assert code == ExitCode.USAGE
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1
 
 
-def test_list_shows_workloads_and_parameters() -> None:
-    proc = subprocess.run([*PERFDIFF, "collect", "--list"], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0
-    assert "gpt-infer:" in proc.stdout and "-p optimizer=<fused|foreach|loop>" in proc.stdout
+def test_list_shows_workloads_and_parameters(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = _run_in_process(["collect", "--list"], monkeypatch, capsys)
+    assert code == 0
+    assert "gpt-infer:" in out and "-p optimizer=<fused|foreach|loop>" in out
+
+
+def _run_in_process(
+    args: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["perfdiff", *args])
+    code = 0
+    try:
+        main()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
