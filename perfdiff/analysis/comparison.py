@@ -41,6 +41,7 @@ from perfdiff.analysis.model import (
 )
 from perfdiff.analysis.sides import SideMeta
 from perfdiff.analysis.stats import (
+    ABS_SE_FLOOR,
     REL_SE_FLOOR,
     batch_variance_inflation,
     bh_qvalues,
@@ -178,6 +179,7 @@ def align_pids(normal: pd.DataFrame, abnormal: pd.DataFrame) -> tuple[pd.DataFra
 
 def _match_by_devices(normal: pd.DataFrame, abnormal: pd.DataFrame) -> dict[int, int] | None:
     """Abnormal pid -> normal pid with the same device set, if each set names one process."""
+
     def owners(table: pd.DataFrame) -> dict[frozenset[str], int] | None:
         sets = table.groupby(C.PID)[C.DEVICE].agg(frozenset)
         if sets.nunique() != len(sets):
@@ -312,11 +314,25 @@ def _function_stats(
     rel_floor, batched = noise_model(units, group, opts, unit)
     scale_t = _inflation(units, group, common, "time", batched, opts.n_batches)
     scale_b = _inflation(units, group, common, "beta", batched, opts.n_batches)
+    # GPU idle is the remainder of the cycle: between runs it moves with the whole cycle (host
+    # speed, launch overhead), so its run-to-run floor is relative to the cycle, not to itself.
+    is_idle = np.asarray([name == C.IDLE_FUNCTION for name in common])
+    cycle_floor = rel_floor if batched else 0.0
     w_time = welch(
-        t[0], t[1], rel_floor=rel_floor, var_scale_normal=scale_t[0], var_scale_abnormal=scale_t[1]
+        t[0],
+        t[1],
+        rel_floor=rel_floor,
+        abs_floor=np.where(is_idle, cycle_floor * np.nan_to_num(cycle_ms), ABS_SE_FLOOR),
+        var_scale_normal=scale_t[0],
+        var_scale_abnormal=scale_t[1],
     )
     w_beta = welch(
-        b[0], b[1], rel_floor=rel_floor, var_scale_normal=scale_b[0], var_scale_abnormal=scale_b[1]
+        b[0],
+        b[1],
+        rel_floor=rel_floor,
+        abs_floor=np.where(is_idle, cycle_floor * 100.0, ABS_SE_FLOOR),
+        var_scale_normal=scale_b[0],
+        var_scale_abnormal=scale_b[1],
     )
     u_beta = mann_whitney_p(b[0], b[1])
     ci_low, ci_high = bootstrap_delta_ci(

@@ -58,7 +58,7 @@ def welch(
     abnormal: FloatArray,
     *,
     rel_floor: float = REL_SE_FLOOR,
-    abs_floor: float = ABS_SE_FLOOR,
+    abs_floor: FloatArray | float = ABS_SE_FLOOR,
     var_scale_normal: FloatArray | float = 1.0,
     var_scale_abnormal: FloatArray | float = 1.0,
 ) -> WelchResult:
@@ -86,7 +86,7 @@ def welch(
     df = np.where(np.isfinite(df) & (df > 0), df, np.fmax(n_x + n_y - 2, 1.0))
     enough = (n_x >= 2) & (n_y >= 2)
     # "constant": no variance beyond float round-off (time-weighted means of equal samples)
-    tiny = (1e-9 * np.fmax(np.fmax(np.abs(m_x), np.abs(m_y)), abs_floor)) ** 2
+    tiny = (1e-9 * np.fmax(np.fmax(np.abs(m_x), np.abs(m_y)), ABS_SE_FLOOR)) ** 2
     constant = enough & (v_x <= tiny) & (v_y <= tiny)
     p = 2.0 * sps.t.sf(np.abs(z), df)
     bad = ~enough | constant | ~np.isfinite(z)
