@@ -191,6 +191,23 @@ def display_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
     return shorten_middle(text, width)
 
 
+# PM-sampling metric names are long (Nsight Compute style); tables show a short alias and the
+# legend maps each alias back to the full name. JSON keeps the full names.
+METRIC_ALIASES = {
+    "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed": "tensor_pct",
+    "TPC.TriageCompute.sm__pipe_tensor_op_hmma_cycles_active_realtime.avg.pct_of_peak_"
+    "sustained_elapsed": "tensor_hmma_pct",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "dram_pct",
+    "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed": "gpu_dram_pct",
+}
+METRIC_WIDTH = 40
+
+
+def metric_name(name: str) -> str:
+    """The metric as tables and prose show it: a known alias, or the name shortened."""
+    return METRIC_ALIASES.get(name) or shorten_middle(name, METRIC_WIDTH)
+
+
 def base_name(demangled: str) -> str:
     """The bare function name of a demangled C++ signature, as the seeds' kernel tables show it.
 

@@ -33,6 +33,7 @@ from perfdiff.report.format import (
     fmt_pp,
     md_cell,
     md_code,
+    metric_name,
 )
 from perfdiff.report.seed_sections import seed_rank_section, seed_summary_section
 from perfdiff.report.table import pipe_table
@@ -74,6 +75,8 @@ MAX_CYCLE_DEFINITION = 100
 
 def _cycle_definition(text: str) -> str:
     """A cycle definition fit for one line: a long list of case labels is cut, with its count."""
+    if not text.strip():
+        return "unlabelled cycle markers"
     if len(text) <= MAX_CYCLE_DEFINITION:
         return text
     items = text.split(", ")
@@ -315,7 +318,8 @@ def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
         lines.append("  - Resource metrics (μ) that moved with it:")
         for move in finding.metric_moves:
             lines.append(
-                f"    - **{md_code(move.metric)}**: {_moved(move.mu_normal, move.mu_abnormal)} "
+                f"    - **{md_code(metric_name(move.metric))}**: "
+                f"{_moved(move.mu_normal, move.mu_abnormal)} "
                 f"from {fmt_mu(move.mu_normal)} to {fmt_mu(move.mu_abnormal)} "
                 f"({_p_text(move.p_value)})."
             )
@@ -368,7 +372,7 @@ _SEED_HEADERS = [
 def _row_cells(row: MetricRow, comparison: Comparison) -> list[str]:
     cells = [
         md_cell(display_name(row.function)),
-        md_cell(row.metric) if row.metric else "-",
+        md_cell(metric_name(row.metric)) if row.metric else "-",
         _device_cell(row.device, row.pid, comparison),
         fmt_num(row.suspicion),
         fmt_num(row.beta_normal), fmt_num(row.beta_abnormal),
@@ -458,6 +462,10 @@ def _environment_section(comparison: Comparison) -> str:
 def _legend_section(comparison: Comparison) -> str:
     opts = comparison.options
     mde = comparison.mde_pct
+    metrics = {r.metric for r in comparison.rows} | {
+        m.metric for f in comparison.findings for m in f.metric_moves}
+    aliases = [f"{md_code(metric_name(m))} = {md_code(m)}"
+               for m in sorted(metrics) if metric_name(m) != m]
     lines = [
         "## 6. Legend",
         "- **β (Beta)**: share of cycle time spent in the function, % (can exceed 100 for CPU "
@@ -487,6 +495,8 @@ def _legend_section(comparison: Comparison) -> str:
         "- **Numbers**: thousands separators and fixed decimals (ms: 3, %: 2, μ: 2, or 4 "
         "below 0.1; others: 2); "
         "p and q below 0.001 print as `<0.001`; `n/a` = not defined.",
+        *([f"- **Metric names** shortened in this report: {'; '.join(aliases)}."]
+          if aliases else []),
         f"- **Exit codes** of `perfdiff compare`: {ExitCode.OK} report written; "
         f"{ExitCode.REGRESSION} regression above `--fail-on-regression`; {ExitCode.USAGE} bad "
         f"usage; {ExitCode.BAD_INPUT} bad input file; {ExitCode.INCOMPARABLE} runs not "

@@ -24,6 +24,7 @@ from perfdiff.report.format import (
     fmt_p,
     fmt_pct,
     fmt_pp,
+    metric_name,
 )
 
 TERMINAL_ROWS = 15
@@ -85,7 +86,7 @@ def _findings(comparison: Comparison, console: Console) -> None:
             f"q {fmt_p(f.q_value)}"
         )
         for m in f.metric_moves:
-            console.print(f"    {escape(m.metric)}: {fmt_mu(m.mu_normal)} → "
+            console.print(f"    {escape(metric_name(m.metric))}: {fmt_mu(m.mu_normal)} → "
                           f"{fmt_mu(m.mu_abnormal)} (p {fmt_p(m.p_value)})")
 
 
