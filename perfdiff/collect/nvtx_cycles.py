@@ -53,24 +53,33 @@ class NvtxCycles:
         self._stack().append(is_cycle)
         if is_cycle:
             self.ranges_seen += 1
-            self.recorder.begin_cycle("", False)
+            self._guarded(self.recorder.begin_cycle, "", False)
 
     def pop(self) -> None:
         stack = self._stack()
         if stack and stack.pop():
-            self.recorder.end_cycle()
+            self._guarded(self.recorder.end_cycle)
+
+    def _guarded(self, action: Callable[..., None], *args: Any) -> None:
+        """Record a boundary; a failure here is reported once, never raised into the program."""
+        try:
+            action(*args)
+        except Exception as exc:
+            if not getattr(self, "_warned", False):
+                self._warned = True
+                print(f"perfdiff: warning: cycle boundary not recorded ({exc})", file=sys.stderr)
 
     def start(self, message: object) -> bool:
         """A non-nested range started; returns whether it opened a cycle."""
         is_cycle = _message_text(message) == self.name
         if is_cycle:
             self.ranges_seen += 1
-            self.recorder.begin_cycle("", False)
+            self._guarded(self.recorder.begin_cycle, "", False)
         return is_cycle
 
     def end(self, is_cycle: bool) -> None:
         if is_cycle:
-            self.recorder.end_cycle()
+            self._guarded(self.recorder.end_cycle)
 
     # ------------------------------------------------------------------ wrapping modules
 

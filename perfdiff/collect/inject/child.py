@@ -144,9 +144,20 @@ class ChildCollector:
         os.kill(os.getpid(), signal.SIGTERM)
 
     def _start_samplers(self) -> None:
-        """PM sampling and NVML on the program's GPU, once CUDA is initialised there."""
+        """PM sampling and NVML on the program's GPU, once CUDA is initialised there.
+
+        Called from the program's own cycle marks: nothing may escape into the program.
+        """
         if self._samplers_tried or self.config.backend != "cupti":
             return
+        try:
+            self._try_start_samplers()
+        except Exception as exc:
+            self._samplers_tried = True
+            self.warnings.append(f"samplers could not start ({type(exc).__name__}: {exc}); "
+                                 "kernels are still traced")
+
+    def _try_start_samplers(self) -> None:
         torch = sys.modules.get("torch")
         if torch is None or not torch.cuda.is_initialized():
             return  # not yet: try again at the next cycle mark
