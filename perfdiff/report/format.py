@@ -15,6 +15,7 @@ Names come from users' programs and may hold ``|``, ``<``, ``*``, ``_`` or backt
 from __future__ import annotations
 
 import math
+import re
 
 NA = "n/a"
 P_FLOOR = 0.001  # p and q below this print as "<0.001"
@@ -96,9 +97,9 @@ _CELL_ESCAPES = {
     "_": "\\_",
     "[": "\\[",
     "]": "\\]",
-    "<": "&lt;",
-    ">": "&gt;",
-    "&": "&amp;",
+    "<": "\\<",  # a backslash escape, not &lt;: the raw markdown stays readable
+    ">": "\\>",
+    "&": "\\&",
 }
 
 
@@ -183,11 +184,57 @@ def shorten_middle(text: str, width: int = TABLE_NAME_WIDTH) -> str:
     return text[:head] + "…" + text[-tail:]
 
 
-def display_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
-    """A function name for a table: leading ``void`` dropped, shortened in the middle."""
-    text = _one_line(name)
+_QUALIFIER = re.compile(r"\(anonymous namespace\)::|\b[A-Za-z_]\w*::")
+_LAMBDA = re.compile(r"\{lambda\([^{}]*?\)#\d+\}")  # {lambda(int)#1} -> λ
+_CALL_OPERATOR = re.compile(r"::operator\(\)\(\)(?: const)?")
+_LAMBDA_CHAIN = re.compile(r"λ(?:::λ)+")
+_INNER_PARAMS = re.compile(r"(?<=[\w>])\([^()]+\)")  # f(int, T&) -> f(…), innermost first
+
+
+def _without_parameters(text: str) -> str:
+    """``f<T>(int, T)`` -> ``f<T>(…)``: the parameter list repeats the template arguments."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0 and i > 0:
+            return text[:i] + "(…)" if text.endswith(")") else text
+    return text
+
+
+def compact_signature(text: str) -> str:
+    """A demangled C++ signature reduced to what tells instantiations apart.
+
+    Drops the return type, namespace qualifiers (``at::native::``, ``std::``), parameter lists
+    (they repeat the template arguments) and lambda bodies' names (``{lambda(int)#1}`` -> ``λ``),
+    keeping the kernel and its template arguments: the functor, the vector width, the dtype.
+    """
     if text.startswith("void "):
         text = text[5:]
+    text = _LAMBDA_CHAIN.sub("λ", _CALL_OPERATOR.sub("", _LAMBDA.sub("λ", text)))
+    text = _QUALIFIER.sub("", text)
+    for _ in range(3):  # nested parameter lists, innermost first
+        shorter = _INNER_PARAMS.sub("(…)", text)
+        if shorter == text:
+            break
+        text = shorter
+    return _without_parameters(text)
+
+
+def display_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
+    """A function name for a table: what tells kernels apart, within ``width`` characters.
+
+    C++ signatures are compacted (:func:`compact_signature`) and, if still long, cut at the end:
+    their distinguishing part (the first template arguments) comes first. Other names
+    (``ampere_..._64x5_tn``, ``Memcpy DtoH (Device -> Pageable)``) are shortened in the middle,
+    since they differ in their tails.
+    """
+    text = _one_line(name)
+    if "::" in text or "<" in text:
+        text = compact_signature(text)
+        return text if len(text) <= width else text[: width - 1] + "…"
     return shorten_middle(text, width)
 
 

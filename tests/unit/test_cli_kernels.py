@@ -79,7 +79,7 @@ def test_by_name_aggregates(run_cli: Runner, run_path: str) -> None:
     assert code == ExitCode.OK, err
     rows = [line for line in out.splitlines() if line.startswith("| ")]
     assert "ampere_fp16_s16816gemm" in rows[1]  # largest total first
-    assert "vectorized_elementwise_kernel&lt;4" in rows[2]  # full names, escaped
+    assert "vectorized_elementwise_kernel\\<4" in rows[2]  # full names, escaped
 
 
 def test_by_name_shares_sum_to_100(run_path: str) -> None:
