@@ -172,3 +172,25 @@ def test_seed_pipe_table_layout() -> None:
         "|           1 | 771,618.75 | 1001081.25 |",
         "|           2 | 737,434.75 | -          |",
     ]
+
+
+@pytest.mark.parametrize(
+    ("full", "shown"),
+    [
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>,"
+         " std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, "
+         "std::array<char*, 3ul>)",
+         "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, array<char*, 3…"),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+         "lerp_scalar_kernel(at::TensorIteratorBase&, c10::Scalar const&)::{lambda()#1}::"
+         "operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}, "
+         "std::array<char*, 3ul> >(int, ...)",
+         "vectorized_elementwise_kernel<4, lerp_scalar_kernel(…)::λ, array<char*,…"),
+        ("void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, unsigned int)",
+         "RMSNormKernel<8u, __nv_bfloat16>(…)"),
+        ("Memcpy DtoH (Device -> Pageable)", "Memcpy DtoH (Device -> Pageable)"),
+        ("[GPU idle]", "[GPU idle]"),
+    ],
+)
+def test_display_name_keeps_what_tells_kernels_apart(full: str, shown: str) -> None:
+    assert display_name(full) == shown
