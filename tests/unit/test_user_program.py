@@ -463,3 +463,99 @@ def test_marks_cost_nothing_without_a_collector() -> None:
         perfdiff.mark_cycle()
         perfdiff.end_cycle()
     assert np.asarray([1]).size == 1  # reached: no collector, no error
+
+
+FAKE_CUPTI = """
+\"\"\"Stand-in for cupti-python's activity API: records what the program 'launches'.\"\"\"
+import enum, itertools, time
+from types import SimpleNamespace
+
+class cuptiError(Exception):
+    pass
+
+class ActivityKind(enum.IntEnum):
+    MEMCPY = 1
+    MEMSET = 2
+    KERNEL = 3
+    DRIVER = 4
+    RUNTIME = 5
+    CONCURRENT_KERNEL = 10
+
+class ActivityMemcpyKind(enum.IntEnum):
+    HTOD = 1
+
+class RuntimeApiTraceCbid(enum.IntEnum):
+    INVALID = 0
+    cudaLaunchKernel_v7000 = 211
+    cudaGetDevice_v3020 = 17
+
+_callbacks = None
+_enabled = set()
+_pending = []
+_corr = itertools.count(1)
+
+def get_timestamp():
+    return time.monotonic_ns()
+
+def activity_register_callbacks(requested, completed):
+    global _callbacks
+    _callbacks = (requested, completed)
+
+def activity_enable(kind):
+    _enabled.add(int(kind))
+
+def activity_disable(kind):
+    _enabled.discard(int(kind))
+
+def activity_enable_runtime_api(cbid, on):
+    pass
+
+def activity_enable_driver_api(cbid, on):
+    pass
+
+def activity_get_num_dropped_records(context, stream, address):
+    pass
+
+def activity_flush_all(flag):
+    if _callbacks is not None and _pending:
+        _callbacks[1](list(_pending))
+        _pending.clear()
+
+def launch(name, ms):
+    if int(ActivityKind.CONCURRENT_KERNEL) not in _enabled:
+        return
+    corr = next(_corr)
+    now = get_timestamp()
+    _pending.append(SimpleNamespace(kind=ActivityKind.RUNTIME, correlation_id=corr, start=now))
+    start = now + 2_000
+    _pending.append(SimpleNamespace(
+        kind=ActivityKind.CONCURRENT_KERNEL, name=name, device_id=0, stream_id=7, start=start,
+        end=start + int(ms * 1e6), correlation_id=corr, grid_x=1, grid_y=1, grid_z=1,
+        block_x=128, block_y=1, block_z=1))
+"""
+
+
+def test_the_cupti_backend_is_active_before_the_program_starts(tmp_path: Path) -> None:
+    """The production CUPTI backend (cupti_activity.py) over a stand-in cupti module."""
+    package = tmp_path / "fakes" / "cupti"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "cupti.py").write_text(FAKE_CUPTI)
+    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+        import perfdiff
+        from cupti import cupti
+        cupti.launch("before_any_cycle", 0.1)
+        for i in range(5):
+            with perfdiff.cycle():
+                cupti.launch(f"c{i}_kernel", 2.0)
+    """))
+    env = {"PERFDIFF_COLLECT_BACKEND": "cupti", "PYTHONPATH": str(tmp_path / "fakes")}
+    proc, out = _collect(tmp_path, "--warmup", "0", "--no-pm", "--no-nvml", "--",
+                         sys.executable, "prog.py", env=env)
+    assert proc.returncode == 0, proc.stderr
+    rf = load_run_file(out)
+    run = rf.runs[0]
+    assert rf.collection.sources == ("cupti_activity",)
+    assert run.cycles.index.size == 5
+    assert run.kernels.name_id.size == 6  # the launch before any cycle was traced too
+    _assert_named_cycles(rf, run)
