@@ -12,7 +12,8 @@ mkdir -p "$OUT/fixtures"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 PY=${PYTHON:-python3}
 LOG="$OUT/user_programs.log"
-perfdiff() { "$PY" -c "from perfdiff.cli.app import main; main()" "$@"; }
+PD=("$PY" -c "from perfdiff.cli.app import main; main()")  # no PATH assumption
+perfdiff() { "${PD[@]}" "$@"; }
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
 
@@ -30,13 +31,13 @@ step_tests() {
 step_ddp() {
   local ddp=(--warmup 5 --cycle-range step --sample-interval-ns 50000 -- "$PY" -m
              torch.distributed.run --nproc-per-node 2 docs/examples/ddp_train.py --steps 45)
-  run timeout 150 perfdiff collect -o "$OUT/fixtures/ddp-normal.json.gz" "${ddp[@]}"
+  run timeout 150 "${PD[@]}" collect -o "$OUT/fixtures/ddp-normal.json.gz" "${ddp[@]}"
   say "contender on GPU 1"
   "$PY" -m perfdiff.collect.contend 1.0 1 > "$OUT/contend.out" 2>&1 &
   local cpid=$!
   for _ in $(seq 120); do grep -q ready "$OUT/contend.out" && break; sleep 0.5; done
   run cat "$OUT/contend.out"
-  run timeout 150 perfdiff collect -o "$OUT/fixtures/ddp-contended-gpu1.json.gz" "${ddp[@]}"
+  run timeout 150 "${PD[@]}" collect -o "$OUT/fixtures/ddp-contended-gpu1.json.gz" "${ddp[@]}"
   kill "$cpid"; wait "$cpid" 2>/dev/null
   run ls -la "$OUT/fixtures"
   run perfdiff compare "$OUT/fixtures/ddp-normal.json.gz" \
