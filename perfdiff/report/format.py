@@ -215,12 +215,13 @@ def compact_signature(text: str) -> str:
         text = text[5:]
     text = _LAMBDA_CHAIN.sub("λ", _CALL_OPERATOR.sub("", _LAMBDA.sub("λ", text)))
     text = _QUALIFIER.sub("", text)
-    for _ in range(3):  # nested parameter lists, innermost first
-        shorter = _INNER_PARAMS.sub("(…)", text)
-        if shorter == text:
+    collapsed = "\x00"  # an already collapsed "(…)", so that enclosing lists match next
+    for _ in range(4):  # nested parameter lists, innermost first
+        shorter = _INNER_PARAMS.sub(collapsed, text.replace("(…)", collapsed))
+        if shorter == text.replace("(…)", collapsed):
             break
-        text = shorter
-    return _without_parameters(text)
+        text = shorter.replace(collapsed, "(…)")
+    return _without_parameters(text.replace(collapsed, "(…)"))
 
 
 def display_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:

@@ -38,6 +38,7 @@ from perfdiff.report.format import (
 from perfdiff.report.seed_sections import seed_rank_section, seed_summary_section
 from perfdiff.report.table import pipe_table
 
+PROSE_NAME_WIDTH = 120  # names in sentences: compacted C++ signatures (JSON: full names)
 DEFAULT_MAX_ROWS = 30  # detailed-table rows in markdown (JSON always has all)
 MAX_RANKS = 20  # rank-table rows before the rest is summarised
 
@@ -275,7 +276,8 @@ def _overview(comparison: Comparison) -> str:
         text += (
             f" The primary difference between {md_code(comparison.normal.label)} and "
             f"{md_code(comparison.abnormal.label)} appears to be driven by "
-            f"**{md_code(top.function)}**, which got **{top.verdict}**."
+            f"**{md_code(display_name(top.function, PROSE_NAME_WIDTH))}**, which got "
+            f"**{top.verdict}**."
         )
     return text
 
@@ -292,7 +294,8 @@ def _moved(before: float, after: float) -> str:
 
 def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
     where = md_code(_device_text(finding.device, finding.pid, comparison))
-    lines = [f"- **{md_code(finding.function)}** on device {where}: **{finding.verdict}**."]
+    name = md_code(display_name(finding.function, PROSE_NAME_WIDTH))
+    lines = [f"- **{name}** on device {where}: **{finding.verdict}**."]
     if finding.verdict in ("appeared", "vanished"):
         lines.append(f"  - Time per cycle {fmt_ms(finding.time_ms_normal)} ms → "
                      f"{fmt_ms(finding.time_ms_abnormal)} ms.")
