@@ -17,7 +17,6 @@ The method, in order (docs/explanation/statistics.md says why):
 from __future__ import annotations
 
 import math
-import warnings
 import zlib
 from dataclasses import dataclass
 
@@ -26,27 +25,24 @@ import pandas as pd
 from scipy import stats as sps
 
 from perfdiff.analysis import columns as C
-from perfdiff.analysis.collectives import collective_note, is_collective
+from perfdiff.analysis.collectives import collective_note
+from perfdiff.analysis.findings import CHANGE, abs0, key_findings, rank_rows
 from perfdiff.analysis.inventory import inventory_changes, present_functions
 from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
-    CycleTimeChange,
-    Finding,
     InventoryChange,
-    MetricMove,
     MetricRow,
     TestUnit,
     Verdict,
 )
+from perfdiff.analysis.noise import inflation, interval_se, noise_model, relative_logs
+from perfdiff.analysis.processes import align_pids
 from perfdiff.analysis.sides import SideMeta
 from perfdiff.analysis.stats import (
     ABS_SE_FLOOR,
-    REL_SE_FLOOR,
-    batch_variance_inflation,
     bh_qvalues,
     bootstrap_delta_ci,
-    lag1_autocorrelation,
     mann_whitney_p,
     minimum_detectable,
     welch,
@@ -60,10 +56,6 @@ from perfdiff.analysis.summary import (
 )
 from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_of, side_units
 from perfdiff.errors import InputError
-from perfdiff.schema.model import FloatArray
-
-CHANGE: frozenset[str] = frozenset({"slower", "faster"})
-MIN_METRIC_MOVE_REL = 0.01  # a μ move smaller than 1 % of its baseline is not worth a sentence
 
 
 def compare_tables(
@@ -120,14 +112,14 @@ def compare_tables(
     )
     rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid, unit)
     cycle_time = cycle_time_change(tables, unit, opts, comparable)
-    findings = _findings(rows, opts, comparable, cycle_time)
+    findings = key_findings(rows, opts, comparable, cycle_time)
     if findings and all(f.verdict not in CHANGE for f in findings) and comparable:
         notes.append(
             "The cycle time changed but no single function changed by more than "
             f"{opts.practical_threshold_pct:g} % of the cycle: the key findings are the "
             "significant contributors in the same direction (q < alpha), largest first."
         )
-    rows = _rank(rows, findings)
+    rows = rank_rows(rows, findings)
     return Comparison(
         normal=side_summary(tables[0], metas[0], labels[0]),
         abnormal=side_summary(tables[1], metas[1], labels[1]),
@@ -149,47 +141,6 @@ def compare_tables(
         mde_pct=mde_pct,
         notes=tuple(notes),
     )
-
-
-def align_pids(normal: pd.DataFrame, abnormal: pd.DataFrame) -> tuple[pd.DataFrame, str]:
-    """Match the abnormal side's processes to the normal side's when their pids differ.
-
-    Two recordings of one service rarely keep their pids; with the same number of processes on
-    each side they are matched in pid order (LatencyPrism's "cross comparison" does the same),
-    unless every process has devices of its own on both sides (one rank per GPU, as under
-    torchrun): then the process on the same devices is the same rank, whatever its pid.
-    """
-    pids_n = sorted(set(normal[C.PID]))
-    pids_a = sorted(set(abnormal[C.PID]))
-    if pids_n == pids_a or len(pids_n) != len(pids_a):
-        return abnormal, ""
-    mapping = _match_by_devices(normal, abnormal)
-    how = "by device"
-    if mapping is None:
-        mapping = dict(zip(pids_a, pids_n, strict=True))
-        how = "by order"
-    aligned = abnormal.copy()
-    aligned[C.PID] = aligned[C.PID].map(mapping).astype("int64")
-    pairs = ", ".join(f"{a} -> {n}" for a, n in mapping.items())
-    return (
-        aligned,
-        f"Process ids differ between the sides; abnormal matched to normal {how}: {pairs}.",
-    )
-
-
-def _match_by_devices(normal: pd.DataFrame, abnormal: pd.DataFrame) -> dict[int, int] | None:
-    """Abnormal pid -> normal pid with the same device set, if each set names one process."""
-
-    def owners(table: pd.DataFrame) -> dict[frozenset[str], int] | None:
-        sets = table.groupby(C.PID)[C.DEVICE].agg(frozenset)
-        if sets.nunique() != len(sets):
-            return None
-        return {devices: int(str(pid)) for pid, devices in sets.items()}
-
-    own_n, own_a = owners(normal), owners(abnormal)
-    if own_n is None or own_a is None or own_n.keys() != own_a.keys():
-        return None
-    return {own_a[devices]: own_n[devices] for devices in sorted(own_a, key=sorted)}
 
 
 def _unit_note(unit: TestUnit, n_runs: list[int], n_batches: int) -> str:
@@ -312,8 +263,8 @@ def _function_stats(
     t = [group_rows(u.time_ms, group).reindex(columns=common).to_numpy() for u in units]
     b = [group_rows(u.beta_pct, group).reindex(columns=common).to_numpy() for u in units]
     rel_floor, batched = noise_model(units, group, opts, unit)
-    scale_t = _inflation(units, group, common, "time", batched, opts.n_batches)
-    scale_b = _inflation(units, group, common, "beta", batched, opts.n_batches)
+    scale_t = inflation(units, group, common, "time", batched, opts.n_batches)
+    scale_b = inflation(units, group, common, "beta", batched, opts.n_batches)
     # GPU idle is the remainder of the cycle: between runs it moves with the whole cycle (host
     # speed, launch overhead), so its run-to-run floor is relative to the cycle, not to itself.
     is_idle = np.asarray([name == C.IDLE_FUNCTION for name in common])
@@ -340,7 +291,7 @@ def _function_stats(
         t[1],
         resamples=opts.bootstrap_resamples,
         rng=_rng_for(group, opts.seed),
-        target_se=_interval_se(t, w_time.se, scale_t, batched),
+        target_se=interval_se(t, w_time.se, scale_t, batched),
     )
     primary = w_time if comparable else w_beta
     threshold = (
@@ -384,75 +335,6 @@ def _function_stats(
             )
         )
     return out
-
-
-def noise_model(
-    units: tuple[SideUnits, SideUnits], group: tuple[int, str], opts: CompareOptions, unit: str
-) -> tuple[float, bool]:
-    """Relative SE floor and whether batch means are in use, for one (pid, device).
-
-    A side recorded in one run cannot show run-to-run variation, yet a second run would differ
-    by about ``run_cv_pct``: each such side adds that much (relative) to the floor of the SE.
-    """
-    if unit == "runs":
-        return REL_SE_FLOOR, False
-    cv = opts.run_cv_pct / 100.0
-    single = [_runs_in(u, group) < 2 for u in units]
-    floor = float(np.sqrt(sum(cv**2 for s in single if s)))
-    return max(REL_SE_FLOOR, floor), True
-
-
-def _runs_in(u: SideUnits, group: tuple[int, str]) -> int:
-    index = u.per_cycle_time_ms.index
-    mask = (index.get_level_values(C.PID) == group[0]) & (
-        index.get_level_values(C.DEVICE) == group[1]
-    )
-    return len(set(index.get_level_values(C.RUN)[mask]))
-
-
-def _inflation(
-    units: tuple[SideUnits, SideUnits],
-    group: tuple[int, str],
-    common: list[str],
-    what: str,
-    batched: bool,
-    n_batches: int,
-) -> tuple[FloatArray, FloatArray]:
-    """Per-side variance inflation of batch means for autocorrelated cycles (1 for runs)."""
-    out = []
-    for u in units:
-        frame = u.per_cycle_time_ms if what == "time" else u.per_cycle_beta_pct
-        series = group_rows(frame, group).reindex(columns=common).fillna(0.0).to_numpy()
-        if not batched:
-            out.append(np.ones(len(common)))
-            continue
-        rho = lag1_autocorrelation(series)
-        out.append(batch_variance_inflation(rho, series.shape[0], n_batches))
-    return out[0], out[1]
-
-
-def _interval_se(
-    samples: list[np.ndarray],
-    test_se: FloatArray,
-    scale: tuple[FloatArray, FloatArray],
-    batched: bool,
-) -> FloatArray:
-    """The SE an interval should have: the test's, minus the 0.25 % resolution floor.
-
-    That floor keeps z finite for near-constant data; in an interval it would only add width
-    (measured over-coverage). The run-to-run floor of single-run sides stays: it is real spread.
-    """
-    if batched:
-        return test_se
-    plain = welch(
-        samples[0],
-        samples[1],
-        rel_floor=0.0,
-        abs_floor=0.0,
-        var_scale_normal=scale[0],
-        var_scale_abnormal=scale[1],
-    ).se
-    return np.asarray(np.where(plain > 0, plain, test_se), dtype=np.float64)
 
 
 def _verdict(f: _FunctionStats, alpha: float) -> Verdict:
@@ -519,7 +401,7 @@ def _metric_rows(
         for rec in recs:
             z_log = _f(rec.get("z_log_mu", nan))
             z_beta = f.z_beta
-            score = abs(f.beta_a - f.beta_n) * (_abs0(z_beta) + _abs0(z_log))
+            score = abs(f.beta_a - f.beta_n) * (abs0(z_beta) + abs0(z_log))
             mu_n, mu_a = _f(rec.get("mu_n", nan)), _f(rec.get("mu_a", nan))
             rows.append(
                 MetricRow(
@@ -559,151 +441,6 @@ def _metric_rows(
 
 def _f(value: object) -> float:
     return float(value) if isinstance(value, (int, float, np.floating, np.integer)) else math.nan
-
-
-def _abs0(value: float) -> float:
-    return abs(value) if np.isfinite(value) else 0.0
-
-
-def _primary_change(row: MetricRow) -> float:
-    return row.time_delta_ms if np.isfinite(row.time_delta_ms) else row.delta_beta
-
-
-def _findings(
-    rows: list[MetricRow],
-    opts: CompareOptions,
-    comparable: bool,
-    cycle_time: CycleTimeChange,
-) -> list[Finding]:
-    """Key findings, each with the μ moves that went with it.
-
-    Comparable cycles: every function whose time changed, largest change first; when none did
-    but the cycle time did (many kernels each a little slower), the significant contributors in
-    the cycle's direction, so the report still says where the time went. Cycles cut
-    differently: time and even β are not comparable (β is a share of another kind of cycle), but
-    μ is (the metric while the function ran), so the findings are the functions whose metrics
-    moved, ranked by share x |relative μ change|.
-    """
-    by_fn: dict[tuple[int | None, str, str], list[MetricRow]] = {}
-    for row in rows:
-        by_fn.setdefault((row.pid, row.device, row.function), []).append(row)
-    q_mu = bh_qvalues(np.asarray([r.p_mu for r in rows], dtype=np.float64))
-    q_of = {id(r): float(q) for r, q in zip(rows, q_mu, strict=True)}
-    moves_of = {
-        key: sorted(
-            (m for m in fn_rows if _moved(m, q_of[id(m)], opts.alpha)),
-            key=lambda m: (-abs(_log_change(m)), m.metric),
-        )
-        for key, fn_rows in by_fn.items()
-    }
-    if comparable:
-        heads = {k: v[0] for k, v in by_fn.items() if v[0].verdict in CHANGE}
-        if not heads and cycle_time.verdict in CHANGE:
-            direction = np.sign(cycle_time.delta_ms)
-            heads = {
-                k: v[0]
-                for k, v in by_fn.items()
-                if np.isfinite(v[0].q_value)
-                and v[0].q_value < opts.alpha
-                and np.sign(_primary_change(v[0])) == direction
-            }
-        weight = {k: abs(_primary_change(r)) for k, r in heads.items()}
-    else:
-        heads = {k: v[0] for k, v in by_fn.items() if moves_of[k]}
-        weight = {
-            k: (r.beta_normal + r.beta_abnormal) / 200.0 * abs(_log_change(moves_of[k][0]))
-            for k, r in heads.items()
-        }
-    # With several devices, a collective that grew is usually a fast rank waiting for the
-    # straggler: it comes after the compute kernels that changed (collectives.py).
-    several = len({key[1] for key in by_fn}) > 1
-    ordered = sorted(
-        heads.items(),
-        key=lambda kv: (several and is_collective(kv[0][2]), -weight[kv[0]], kv[0][2], kv[0][1]),
-    )
-    findings = []
-    for key, row in ordered[: max(0, opts.top)]:
-        moves = moves_of[key]
-        findings.append(
-            Finding(
-                function=row.function,
-                device=row.device,
-                pid=row.pid,
-                verdict=row.verdict,
-                beta_normal=row.beta_normal,
-                beta_abnormal=row.beta_abnormal,
-                delta_beta=row.delta_beta,
-                time_ms_normal=row.time_ms_normal,
-                time_ms_abnormal=row.time_ms_abnormal,
-                time_delta_ms=row.time_delta_ms,
-                time_ci_low_ms=row.time_ci_low_ms,
-                time_ci_high_ms=row.time_ci_high_ms,
-                p_value=row.p_time if np.isfinite(row.time_delta_ms) else row.p_beta,
-                q_value=row.q_value,
-                metric_moves=tuple(
-                    MetricMove(m.metric, m.mu_normal, m.mu_abnormal, m.p_mu) for m in moves
-                ),
-            )
-        )
-    return findings
-
-
-def _log_change(row: MetricRow) -> float:
-    """log(μ_abnormal / μ_normal), with a small offset so that 0 -> x stays finite."""
-    a, b = abs(row.mu_normal), abs(row.mu_abnormal)
-    if not (np.isfinite(a) and np.isfinite(b)):
-        return 0.0
-    eps = 1e-3 * max(a, b, 1e-300)
-    return float(np.log((b + eps) / (a + eps)))
-
-
-def relative_logs(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """log(μ + ε) per column, ε = 1 % of the column's median |μ| over both sides.
-
-    Why: Z(log μ) should measure a *relative* change whatever the unit (MHz, fractions, bytes);
-    log1p would be nearly linear for fractions and the offset keeps μ = 0 finite.
-    """
-    both = np.abs(np.concatenate((x, y), axis=0))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
-        scale = np.nanmedian(both, axis=0)
-    eps = 0.01 * np.where(np.isfinite(scale) & (scale > 0), scale, 1.0)
-    return np.log(np.abs(x) + eps), np.log(np.abs(y) + eps)
-
-
-def _moved(row: MetricRow, q_mu: float, alpha: float) -> bool:
-    """A metric moved with a finding: significant (or exact) and not negligibly small."""
-    if not row.metric or not np.isfinite(row.delta_mu):
-        return False
-    base = max(abs(row.mu_normal), abs(row.mu_abnormal), 1e-12)
-    if abs(row.delta_mu) / base < MIN_METRIC_MOVE_REL:
-        return False
-    if np.isfinite(q_mu):
-        return q_mu < alpha
-    return not np.isfinite(row.p_mu) and row.n_normal >= 2 and row.n_abnormal >= 2
-
-
-def _rank(rows: list[MetricRow], findings: list[Finding]) -> list[MetricRow]:
-    """Findings first (in key-finding order), then every other row by suspicion score."""
-    order = {(f.pid, f.device, f.function): i for i, f in enumerate(findings)}
-    changed = {
-        (r.pid, r.device, r.function): abs(_primary_change(r)) for r in rows if r.verdict in CHANGE
-    }
-
-    def key(r: MetricRow) -> tuple[int, float, float, float, str, str, str]:
-        fk = (r.pid, r.device, r.function)
-        group = 0 if fk in order else (1 if fk in changed else 2)
-        return (
-            group,
-            order.get(fk, 0) if group == 0 else -changed.get(fk, 0.0),
-            -_abs0(r.suspicion),
-            -_abs0(r.z_log_mu),
-            r.function,
-            r.device,
-            r.metric,
-        )
-
-    return sorted(rows, key=key)
 
 
 def _report_mde(

@@ -1,0 +1,155 @@
+"""Key findings and the order of the detailed table.
+
+Why separate: what a report says first is a decision of its own (which changes lead, which
+metric moves go with them), not a statistic; keeping it here keeps ``comparison`` about numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perfdiff.analysis.collectives import is_collective
+from perfdiff.analysis.model import (
+    CompareOptions,
+    CycleTimeChange,
+    Finding,
+    MetricMove,
+    MetricRow,
+)
+from perfdiff.analysis.stats import bh_qvalues
+
+CHANGE: frozenset[str] = frozenset({"slower", "faster"})
+MIN_METRIC_MOVE_REL = 0.01  # a μ move smaller than 1 % of its baseline is not worth a sentence
+
+
+def abs0(value: float) -> float:
+    """|value|, with NaN (undefined) counting as 0 in scores."""
+    return abs(value) if np.isfinite(value) else 0.0
+
+
+def primary_change(row: MetricRow) -> float:
+    """The change verdicts are about: time per cycle, or β when cycles are not comparable."""
+    return row.time_delta_ms if np.isfinite(row.time_delta_ms) else row.delta_beta
+
+
+def key_findings(
+    rows: list[MetricRow],
+    opts: CompareOptions,
+    comparable: bool,
+    cycle_time: CycleTimeChange,
+) -> list[Finding]:
+    """Key findings, each with the μ moves that went with it.
+
+    Comparable cycles: every function whose time changed, largest change first; when none did
+    but the cycle time did (many kernels each a little slower), the significant contributors in
+    the cycle's direction, so the report still says where the time went. Cycles cut
+    differently: time and even β are not comparable (β is a share of another kind of cycle), but
+    μ is (the metric while the function ran), so the findings are the functions whose metrics
+    moved, ranked by share x |relative μ change|.
+    """
+    by_fn: dict[tuple[int | None, str, str], list[MetricRow]] = {}
+    for row in rows:
+        by_fn.setdefault((row.pid, row.device, row.function), []).append(row)
+    q_mu = bh_qvalues(np.asarray([r.p_mu for r in rows], dtype=np.float64))
+    q_of = {id(r): float(q) for r, q in zip(rows, q_mu, strict=True)}
+    moves_of = {
+        key: sorted(
+            (m for m in fn_rows if _moved(m, q_of[id(m)], opts.alpha)),
+            key=lambda m: (-abs(log_change(m)), m.metric),
+        )
+        for key, fn_rows in by_fn.items()
+    }
+    if comparable:
+        heads = {k: v[0] for k, v in by_fn.items() if v[0].verdict in CHANGE}
+        if not heads and cycle_time.verdict in CHANGE:
+            direction = np.sign(cycle_time.delta_ms)
+            heads = {
+                k: v[0]
+                for k, v in by_fn.items()
+                if np.isfinite(v[0].q_value)
+                and v[0].q_value < opts.alpha
+                and np.sign(primary_change(v[0])) == direction
+            }
+        weight = {k: abs(primary_change(r)) for k, r in heads.items()}
+    else:
+        heads = {k: v[0] for k, v in by_fn.items() if moves_of[k]}
+        weight = {
+            k: (r.beta_normal + r.beta_abnormal) / 200.0 * abs(log_change(moves_of[k][0]))
+            for k, r in heads.items()
+        }
+    # With several devices, a collective that grew is usually a fast rank waiting for the
+    # straggler: it comes after the compute kernels that changed (collectives.py).
+    several = len({key[1] for key in by_fn}) > 1
+    ordered = sorted(
+        heads.items(),
+        key=lambda kv: (several and is_collective(kv[0][2]), -weight[kv[0]], kv[0][2], kv[0][1]),
+    )
+    findings = []
+    for key, row in ordered[: max(0, opts.top)]:
+        moves = moves_of[key]
+        findings.append(
+            Finding(
+                function=row.function,
+                device=row.device,
+                pid=row.pid,
+                verdict=row.verdict,
+                beta_normal=row.beta_normal,
+                beta_abnormal=row.beta_abnormal,
+                delta_beta=row.delta_beta,
+                time_ms_normal=row.time_ms_normal,
+                time_ms_abnormal=row.time_ms_abnormal,
+                time_delta_ms=row.time_delta_ms,
+                time_ci_low_ms=row.time_ci_low_ms,
+                time_ci_high_ms=row.time_ci_high_ms,
+                p_value=row.p_time if np.isfinite(row.time_delta_ms) else row.p_beta,
+                q_value=row.q_value,
+                metric_moves=tuple(
+                    MetricMove(m.metric, m.mu_normal, m.mu_abnormal, m.p_mu) for m in moves
+                ),
+            )
+        )
+    return findings
+
+
+def log_change(row: MetricRow) -> float:
+    """log(μ_abnormal / μ_normal), with a small offset so that 0 -> x stays finite."""
+    a, b = abs(row.mu_normal), abs(row.mu_abnormal)
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return 0.0
+    eps = 1e-3 * max(a, b, 1e-300)
+    return float(np.log((b + eps) / (a + eps)))
+
+
+def _moved(row: MetricRow, q_mu: float, alpha: float) -> bool:
+    """A metric moved with a finding: significant (or exact) and not negligibly small."""
+    if not row.metric or not np.isfinite(row.delta_mu):
+        return False
+    base = max(abs(row.mu_normal), abs(row.mu_abnormal), 1e-12)
+    if abs(row.delta_mu) / base < MIN_METRIC_MOVE_REL:
+        return False
+    if np.isfinite(q_mu):
+        return q_mu < alpha
+    return not np.isfinite(row.p_mu) and row.n_normal >= 2 and row.n_abnormal >= 2
+
+
+def rank_rows(rows: list[MetricRow], findings: list[Finding]) -> list[MetricRow]:
+    """Findings first (in key-finding order), then every other row by suspicion score."""
+    order = {(f.pid, f.device, f.function): i for i, f in enumerate(findings)}
+    changed = {
+        (r.pid, r.device, r.function): abs(primary_change(r)) for r in rows if r.verdict in CHANGE
+    }
+
+    def key(r: MetricRow) -> tuple[int, float, float, float, str, str, str]:
+        fk = (r.pid, r.device, r.function)
+        group = 0 if fk in order else (1 if fk in changed else 2)
+        return (
+            group,
+            order.get(fk, 0) if group == 0 else -changed.get(fk, 0.0),
+            -abs0(r.suspicion),
+            -abs0(r.z_log_mu),
+            r.function,
+            r.device,
+            r.metric,
+        )
+
+    return sorted(rows, key=key)
