@@ -396,8 +396,9 @@ def _detailed_table(comparison: Comparison, max_rows: int | None) -> list[str]:
     order = ("sorted by **Suspicion Score**, as LatencyPrism does"
              if comparison.options.seed_compatible
              else "findings first (verdict, then q-value and size of the change)")
-    lines = [f"One row per (function, metric, device), {order}. Names are shortened in the "
-             "middle; `--format json` has them in full.", ""]
+    lines = [f"One row per (function, metric, device), {order}. Long names are compacted "
+             "(namespaces, parameter lists and lambda names dropped) and cut; `--format json` "
+             "has them in full.", ""]
     if not comparison.rows:
         return [*lines, "No rows: neither side has functions with samples on both sides."]
     headers = list(_SEED_HEADERS)
