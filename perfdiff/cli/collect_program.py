@@ -40,8 +40,15 @@ def collect_program(
     nvml: bool,
     nvml_interval_ms: float,
     trace_memory: bool,
+    contend: float = 0.0,
+    contend_device: int = 0,
 ) -> None:
-    """Run and record CMD; exit with its exit code (0 when every run succeeded)."""
+    """Run and record CMD; exit with its exit code (0 when every run succeeded).
+
+    ``contend`` > 0 keeps GPU ``contend_device`` busy with a competing process for the whole
+    collection (every run): an abnormal condition made without touching card settings.
+    """
+    from perfdiff.collect.contend import Contender
     from perfdiff.collect.inject.config import InjectConfig
     from perfdiff.collect.user_program import run_program
     from perfdiff.schema.io import save_run_file
@@ -61,7 +68,11 @@ def collect_program(
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
     )
-    outcome = run_program(command, config, runs, echo=lambda text: typer.echo(text, err=True))
+    if not 0.0 <= contend <= 1.0:
+        raise WorkloadParamError(f"--contend must be between 0 and 1, got {contend}")
+    with Contender(contend, contend_device):
+        outcome = run_program(command, config, runs,
+                              echo=lambda text: typer.echo(text, err=True))
     run_file = _with_provenance(outcome.run_file)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # never half a file
     try:

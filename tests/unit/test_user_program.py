@@ -559,3 +559,14 @@ def test_the_cupti_backend_is_active_before_the_program_starts(tmp_path: Path) -
     assert run.cycles.index.size == 5
     assert run.kernels.name_id.size == 6  # the launch before any cycle was traced too
     _assert_named_cycles(rf, run)
+
+
+def test_contend_needs_a_gpu_and_says_so_in_one_line(tmp_path: Path) -> None:
+    _write(tmp_path, "p.py", 'launch("k", 0.1)\n')
+    proc, out = _collect(tmp_path, "--contend", "0.5", "--", sys.executable, "p.py")
+    if proc.returncode == 0:
+        pytest.skip("a GPU contender could start here")
+    assert proc.returncode == 5  # ExitCode.COLLECTOR_UNAVAILABLE
+    last = proc.stderr.strip().splitlines()[-1]  # (the helper's own traceback comes before)
+    assert last.startswith("perfdiff: error:") and "--contend" in last
+    assert not out.exists()
