@@ -170,7 +170,7 @@ def collect(
             metrics=tuple(extra) if only_metrics else tuple(dict.fromkeys((*DEFAULT_METRICS,
                                                                            *extra))),
             pm_sampling=not no_pm, nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms,
-            trace_memory=not no_memory,
+            trace_memory=not no_memory, contend=contend, contend_device=device,
         )
         return
     if runs != 1 or cycle_range or cycle_ms is not None:
