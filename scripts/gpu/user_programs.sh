@@ -28,16 +28,22 @@ step_tests() {
   run timeout 300 "$PY" -m pytest -q -s -m gpu tests/gpu/test_user_program_gpu.py -p no:cacheprovider
 }
 
-step_ddp() {
+record_ddp() {  # record_ddp OUTFILE: with PM sampling; if the job fails, once more without it
   local ddp=(--warmup 5 --cycle-range step --sample-interval-ns 50000 -- "$PY" -m
              torch.distributed.run --nproc-per-node 2 docs/examples/ddp_train.py --steps 45)
-  run timeout 150 "${PD[@]}" collect -o "$OUT/fixtures/ddp-normal.json.gz" "${ddp[@]}"
+  run timeout 150 "${PD[@]}" collect -o "$1" "${ddp[@]}" && return 0
+  say "DDP recording with PM sampling failed; recording again with --no-pm"
+  run timeout 150 "${PD[@]}" collect --no-pm -o "$1" "${ddp[@]}"
+}
+
+step_ddp() {
+  record_ddp "$OUT/fixtures/ddp-normal.json.gz"
   say "contender on GPU 1"
   "$PY" -m perfdiff.collect.contend 1.0 1 > "$OUT/contend.out" 2>&1 &
   local cpid=$!
   for _ in $(seq 120); do grep -q ready "$OUT/contend.out" && break; sleep 0.5; done
   run cat "$OUT/contend.out"
-  run timeout 150 "${PD[@]}" collect -o "$OUT/fixtures/ddp-contended-gpu1.json.gz" "${ddp[@]}"
+  record_ddp "$OUT/fixtures/ddp-contended-gpu1.json.gz"
   kill "$cpid"; wait "$cpid" 2>/dev/null
   run ls -la "$OUT/fixtures"
   run perfdiff compare "$OUT/fixtures/ddp-normal.json.gz" \
