@@ -25,6 +25,7 @@ from perfdiff.report.kernel_table import (
     NameRow,
     launch_rows,
     name_rows,
+    render_launch_markdown,
     render_launch_table,
     render_name_table,
 )
@@ -80,6 +81,9 @@ def kernels(
         "--cycle", help="Only launches of this cycle (index); default: all launches.")] = None,
     plain: Annotated[bool, typer.Option(
         "--plain", help="Text/markdown even on a terminal (what a pipe gets).")] = False,
+    markdown: Annotated[bool, typer.Option(
+        "--markdown", help="Launch order as a markdown table instead of the seeds' "
+        "fixed-width text.")] = False,
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
     loaded = load_run_file(run_file)
@@ -93,5 +97,7 @@ def kernels(
             typer.echo(render_name_table(grouped), nl=False)
     elif rich_out:
         _rich_launches(launches, Console())
+    elif markdown:
+        typer.echo(render_launch_markdown(launches), nl=False)
     else:
         typer.echo(render_launch_table(launches, names.value), nl=False)

@@ -160,6 +160,17 @@ def render_launch_table(rows: list[LaunchRow], names: NameStyle = "short") -> st
     return "\n".join(lines) + "\n"
 
 
+def render_launch_markdown(rows: list[LaunchRow]) -> str:
+    """Launches as a markdown table (names escaped; utilisation as fractions, like the seeds)."""
+    headers = ["#", "Kernel", "Device", "Latency (ns)", "Tensor", "DRAM"]
+    cells = [
+        [fmt_int(i), md_cell(r.name), str(r.device), fmt_int(r.latency_ns), fmt_num(r.tensor),
+         fmt_num(r.dram)]
+        for i, r in enumerate(rows, start=1)
+    ]
+    return pipe_table(headers, cells, right=(0, 2, 3, 4, 5)) + "\n"
+
+
 def render_name_table(rows: list[NameRow]) -> str:
     """Aggregated rows as a markdown table (names escaped for the table)."""
     headers = ["Kernel", "Launches", "Total (ms)", "Mean (us)", "Share of GPU time (%)",

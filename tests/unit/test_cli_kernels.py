@@ -128,3 +128,12 @@ def test_terminal_gets_a_rich_table(run_cli: Runner, run_path: str,
     assert code == ExitCode.OK and "Share (%)" in out
     code, out, _ = run_cli("kernels", run_path, "--plain")
     assert out.startswith("Kernel ")
+
+
+def test_launch_order_as_markdown(run_cli: Runner, run_path: str) -> None:
+    code, out, _ = run_cli("kernels", run_path, "--markdown", "--names", "full")
+    assert code == ExitCode.OK
+    rows = out.splitlines()
+    assert rows[0].startswith("|   # | Kernel")
+    assert len(rows) == 2 + 8
+    assert all(line.count("|") - line.count("\\|") == 7 for line in rows)
