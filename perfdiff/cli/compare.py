@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 
 from perfdiff.analysis.model import CompareOptions, Comparison, SideSummary
-from perfdiff.analysis.sides import SideMeta, load_side
+from perfdiff.analysis.sides import RUN_FILE_KIND, SideMeta, load_side
 from perfdiff.cli.app import app
 from perfdiff.errors import ExitCode, IncomparableRunsError, InputError
 from perfdiff.report.gate import regressions
@@ -41,7 +41,9 @@ def check_comparable(normal: SideMeta, abnormal: SideMeta, *, force: bool) -> li
             f"different GPU models ({', '.join(normal.gpu_models)} vs "
             f"{', '.join(abnormal.gpu_models)})"
         )
-    if normal.kind == abnormal.kind and normal.workload and abnormal.workload and (
+    # a LatencyPrism folder's "workload" is only its parent folder's name: never refuse on it
+    both_run_files = normal.kind == abnormal.kind == RUN_FILE_KIND
+    if both_run_files and normal.workload and abnormal.workload and (
         normal.workload != abnormal.workload
     ):
         problems.append(f"different workloads ({normal.workload} vs {abnormal.workload})")

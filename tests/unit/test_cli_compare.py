@@ -258,3 +258,21 @@ def test_a_bug_exits_internal_not_regression(run_cli: Runner, inputs: dict[str, 
         "perfdiff: internal error: RuntimeError: boom; please report it "
         "(rerun with PERFDIFF_DEBUG=1 for the traceback)"
     ]
+
+
+LATENCYPRISM = Path("/work/shared/latencyprism/sglang/gpu_instability")
+
+
+@pytest.mark.skipif(not LATENCYPRISM.is_dir(), reason="LatencyPrism data not available")
+def test_latencyprism_folders_are_not_refused_for_their_parent_names(
+        run_cli: Runner, tmp_path: Path) -> None:
+    """A LatencyPrism folder has no workload name; its parent folder's name must not count."""
+    (tmp_path / "monday").mkdir()
+    (tmp_path / "tuesday").mkdir()
+    normal = tmp_path / "monday" / "normal_perf_data"
+    abnormal = tmp_path / "tuesday" / "abnormal_perf_data"
+    normal.symlink_to(LATENCYPRISM / "normal_perf_data")
+    abnormal.symlink_to(LATENCYPRISM / "abnormal_perf_data")
+    code, out, err = run_cli("compare", str(normal), str(abnormal), "--format", "json")
+    assert code == ExitCode.OK, err
+    assert json.loads(out)["comparison"]["findings"]
