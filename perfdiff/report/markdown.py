@@ -491,7 +491,8 @@ def _legend_section(comparison: Comparison) -> str:
         "- **Verdict**: *slower* / *faster* need q < α **and** a time change above the practical "
         "threshold; *no change* otherwise; *insufficient data* when a side has too few samples; "
         "*appeared* / *vanished*: present on one side only (section 4).",
-        f"- **Test unit**: {_TEST_UNIT_TEXT[comparison.test_unit]}.",
+        f"- **Test unit**: {_TEST_UNIT_TEXT[comparison.test_unit]}. The method, with its "
+        "reasons and limits: docs/explanation/statistics.md.",
         f"- **Settings**: α = {fmt_num(opts.alpha, 3)}; practical threshold = "
         f"{fmt_pct(opts.practical_threshold_pct)} of cycle time; minimum detectable change "
         f"(MDE) = {fmt_pct(mde) if mde == mde else NA} of cycle time; "
