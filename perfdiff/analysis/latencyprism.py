@@ -13,6 +13,8 @@ Why the conversions:
   when a metric lacked samples; the statistics take the function's time once per cycle).
 - pids, devices and ``anchor_name`` are kept, so several ranks stay apart and cycles cut at
   different anchors can be detected.
+- ``result_counters_data.csv`` (the raw counter samples) is not read: LatencyPrism already
+  reduced it to the per-function μ of ``result_perf_data.csv``, which is what we compare.
 """
 
 from __future__ import annotations

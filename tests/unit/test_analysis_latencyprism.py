@@ -54,6 +54,19 @@ def test_import_undoes_mu_x100_and_keeps_pids(tmp_path: Path) -> None:
     assert list(table[C.LAUNCHES]) == [65.0, 3.0]
 
 
+def test_the_csv_itself_can_be_given(tmp_path: Path) -> None:
+    folder = _write(
+        tmp_path / "x_perf_data",
+        [
+            "1,11,,2.0,gemm,gpu_sm_frequency,GPU 7,gpu_compute,141000.0,0,20000.0,**,run_batch,"
+            "1000000.0,0,65,gemm",
+        ],
+    )
+    side = load_side(folder / PERF_FILE)
+    assert side.meta.source == str(folder)
+    assert len(side.table) == 1
+
+
 def test_bad_folders_are_one_clear_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"without result_perf_data\.csv"):
         load_side(tmp_path)
