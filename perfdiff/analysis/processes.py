@@ -21,8 +21,14 @@ def align_pids(normal: pd.DataFrame, abnormal: pd.DataFrame) -> tuple[pd.DataFra
     """
     pids_n = sorted(set(normal[C.PID]))
     pids_a = sorted(set(abnormal[C.PID]))
-    if pids_n == pids_a or len(pids_n) != len(pids_a):
+    if pids_n == pids_a:
         return abnormal, ""
+    if len(pids_n) != len(pids_a):
+        return abnormal, (
+            f"The sides hold different numbers of processes ({len(pids_n)} vs {len(pids_a)}): "
+            "processes with a pid on one side only are not matched, so their functions are "
+            "listed as appeared or vanished."
+        )
     mapping = _match_by_devices(normal, abnormal)
     how = "by device"
     if mapping is None:

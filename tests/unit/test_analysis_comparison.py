@@ -188,6 +188,18 @@ def test_multi_device_summary_points_at_the_slow_gpu() -> None:
     assert verdicts == {"GPU 0": "no change", "GPU 1": "slower"}
 
 
+def test_differing_pids_are_matched_and_said() -> None:
+    normal = cycle_table(make_run_file(n_cycles=10, pid=11))
+    abnormal = cycle_table(make_run_file(n_cycles=10, pid=22, seed=3))
+    c = compare_tables(normal, abnormal, FAST)
+    assert not c.inventory and {r.pid for r in c.rows} == {11}
+    assert any("22 -> 11" in n for n in c.notes)
+    two = pd.concat([abnormal, abnormal.assign(**{C.PID: 23})], ignore_index=True)
+    c = compare_tables(normal, two, FAST)
+    assert any("different numbers of processes (1 vs 2)" in n for n in c.notes)
+    assert {i.change for i in c.inventory} == {"appeared", "vanished"}
+
+
 def test_output_is_deterministic() -> None:
     a, b = make_run_file(n_cycles=15), make_run_file(_slower_gemm(10), n_cycles=15, seed=3)
     assert repr(_compare(a, b)) == repr(_compare(a, b))  # repr: NaN != NaN under ==
