@@ -11,12 +11,8 @@ input from the analysis), so golden files can pin it and review its diffs.
 
 from __future__ import annotations
 
-import math
-
 from perfdiff.analysis.model import (
     Comparison,
-    Finding,
-    MetricRow,
     SideSummary,
 )
 from perfdiff.errors import ExitCode
@@ -26,29 +22,25 @@ from perfdiff.report.format import (
     fmt_int,
     fmt_interval,
     fmt_ms,
-    fmt_mu,
     fmt_num,
-    fmt_p,
     fmt_pct,
-    fmt_pp,
     md_cell,
     md_code,
     metric_name,
 )
+from perfdiff.report.markdown_text import (
+    TEST_UNIT_TEXT,
+    count,
+    cycle_definition,
+    device_cell,
+    p_text,
+)
+from perfdiff.report.metric_section import metric_section
 from perfdiff.report.seed_sections import seed_rank_section, seed_summary_section
 from perfdiff.report.table import pipe_table
 
-PROSE_NAME_WIDTH = 120  # names in sentences: compacted C++ signatures (JSON: full names)
 DEFAULT_MAX_ROWS = 30  # detailed-table rows in markdown (JSON always has all)
 MAX_RANKS = 20  # rank-table rows before the rest is summarised
-
-_TEST_UNIT_TEXT = {
-    "runs": "run-level means (each run is one sample; cycles within a run are correlated)",
-    "batch means": "batch means (one run per side: its cycles grouped into consecutive batches, "
-    "each batch one sample, because consecutive cycles are correlated)",
-    "cycles": "individual cycles (seed-compatible mode: cycles treated as independent, as "
-    "LatencyPrism does)",
-}
 
 
 def render_markdown(comparison: Comparison, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> str:
@@ -60,7 +52,7 @@ def render_markdown(comparison: Comparison, *, max_rows: int | None = DEFAULT_MA
     else:
         parts += [_summary_section(comparison), _rank_section(comparison)]
     parts += [
-        _metric_section(comparison, max_rows),
+        metric_section(comparison, max_rows),
         _inventory_section(comparison),
         _environment_section(comparison),
         _legend_section(comparison),
@@ -71,24 +63,6 @@ def render_markdown(comparison: Comparison, *, max_rows: int | None = DEFAULT_MA
 # ----------------------------------------------------------------------------- header
 
 
-MAX_CYCLE_DEFINITION = 100
-
-
-def _cycle_definition(text: str) -> str:
-    """A cycle definition fit for one line: a long list of case labels is cut, with its count."""
-    if not text.strip():
-        return "unlabelled cycle markers"
-    if len(text) <= MAX_CYCLE_DEFINITION:
-        return text
-    items = text.split(", ")
-    if len(items) == 1:
-        return text[:MAX_CYCLE_DEFINITION] + "…"
-    shown: list[str] = []
-    for item in items:
-        if shown and len(", ".join([*shown, item])) > MAX_CYCLE_DEFINITION:
-            break
-        shown.append(item)
-    return f"{', '.join(shown)}, … (+{len(items) - len(shown)} more labels)"
 
 
 def _side_line(side: SideSummary) -> str:
@@ -96,8 +70,8 @@ def _side_line(side: SideSummary) -> str:
     return (
         f"- **{md_cell(side.label)}**: {md_code(side.source)} — workload "
         f"{md_code(side.workload)}, {fmt_int(side.n_runs)} {runs}, "
-        f"{_count(side.n_cycles, 'measured cycle')}, cycles cut at "
-        f"{md_code(_cycle_definition(side.cycle_definition))}"
+        f"{count(side.n_cycles, 'measured cycle')}, cycles cut at "
+        f"{md_code(cycle_definition(side.cycle_definition))}"
     )
 
 
@@ -151,15 +125,15 @@ def _summary_section(comparison: Comparison) -> str:
             f"**Verdict: {change.verdict}.** Mean cycle time changed by "
             f"{fmt_pct(change.delta_pct, signed=True)} (95 % interval "
             f"{fmt_interval(change.ci_low_pct, change.ci_high_pct, 'pct')}, "
-            f"{_p_text(change.p_value)}; a change counts when it exceeds "
+            f"{p_text(change.p_value)}; a change counts when it exceeds "
             f"{fmt_pct(comparison.options.practical_threshold_pct)} with p < "
             f"{fmt_num(comparison.options.alpha, 3)})."
         )
     else:
         out.append(
             "**Cycle times not compared:** the two sides' cycles were cut differently "
-            f"({md_code(_cycle_definition(n.cycle_definition))} vs "
-            f"{md_code(_cycle_definition(a.cycle_definition))}); only shares "
+            f"({md_code(cycle_definition(n.cycle_definition))} vs "
+            f"{md_code(cycle_definition(a.cycle_definition))}); only shares "
             "of cycle time (β) and metrics (μ) are compared below."
         )
     out.append("")
@@ -168,28 +142,6 @@ def _summary_section(comparison: Comparison) -> str:
     return "\n".join(out)
 
 
-def _p_text(p: float) -> str:
-    """``p < 0.001`` / ``p = 0.012`` / ``p n/a``: the p-value inside a sentence."""
-    text = fmt_p(p)
-    if text == NA:
-        return "p n/a"
-    return f"p {text[0]} {text[1:]}" if text.startswith("<") else f"p = {text}"
-
-
-def _q_text(q: float) -> str:
-    return "q" + _p_text(q)[1:]
-
-
-def _device_text(device: str, pid: int | None, comparison: Comparison) -> str:
-    """``GPU 7``, or ``GPU 7 (pid 923229)`` when the comparison holds several processes."""
-    pids = {r.pid for r in comparison.rows} | {d.pid for d in comparison.devices}
-    if pid is not None and len(pids) > 1:
-        return f"{device} (pid {pid})"
-    return device
-
-
-def _device_cell(device: str, pid: int | None, comparison: Comparison) -> str:
-    return md_cell(_device_text(device, pid, comparison))
 
 
 def _device_table(comparison: Comparison) -> str:
@@ -197,7 +149,7 @@ def _device_table(comparison: Comparison) -> str:
     headers = ["Device", f"GPU busy, {md_cell(n.label)} (ms/cycle)",
                f"GPU busy, {md_cell(a.label)} (ms/cycle)", "Change (%)", "Verdict"]
     rows = [
-        [_device_cell(d.device, d.pid, comparison), fmt_ms(d.busy_ms_normal),
+        [device_cell(d.device, d.pid, comparison), fmt_ms(d.busy_ms_normal),
          fmt_ms(d.busy_ms_abnormal),
          fmt_pct(d.delta_pct, signed=True) if comparison.cycle_time.comparable
          else "not compared", d.verdict]
@@ -238,180 +190,6 @@ def _rank_section(comparison: Comparison) -> str:
     return "\n".join(out)
 
 
-# ----------------------------------------------------------------------------- section 3
-
-
-def _metric_section(comparison: Comparison, max_rows: int | None) -> str:
-    out = ["## 3. In-depth Core Metric Comparison", "", "### Overview", "",
-           _overview(comparison), "", "### Key Findings", ""]
-    out += _key_findings(comparison)
-    out += ["", _recommendation(comparison), "", "### Detailed comparison table", ""]
-    out += _detailed_table(comparison, max_rows)
-    return "\n".join(out) + "\n"
-
-
-def _changed_rows(comparison: Comparison) -> list[MetricRow]:
-    return [r for r in comparison.rows if r.verdict in ("slower", "faster")]
-
-
-def _overview(comparison: Comparison) -> str:
-    opts = comparison.options
-    n_rows = len(comparison.rows)
-    functions = {(r.function, r.device, r.pid) for r in comparison.rows}
-    changed = _changed_rows(comparison)
-    changed_functions = {(r.function, r.device, r.pid) for r in changed}
-    text = (
-        f"{fmt_int(n_rows)} (function, metric, device) rows over {fmt_int(len(functions))} "
-        f"functions were tested on {_TEST_UNIT_TEXT[comparison.test_unit]}. "
-    )
-    if comparison.options.seed_compatible:
-        text += "Rows are ranked by Suspicion Score, as in LatencyPrism's report. "
-    text += (
-        f"{_count(len(changed_functions), 'function')} changed: q < {fmt_num(opts.alpha, 3)} "
-        f"(Benjamini-Hochberg) and a change of time per cycle above "
-        f"{fmt_pct(opts.practical_threshold_pct)} of cycle time."
-    )
-    if comparison.findings:
-        top = comparison.findings[0]
-        text += (
-            f" The primary difference between {md_code(comparison.normal.label)} and "
-            f"{md_code(comparison.abnormal.label)} appears to be driven by "
-            f"**{md_code(display_name(top.function, PROSE_NAME_WIDTH))}**, which got "
-            f"**{top.verdict}**."
-        )
-    return text
-
-
-def _moved(before: float, after: float) -> str:
-    if math.isnan(before) or math.isnan(after):
-        return "changed"
-    if after > before:
-        return "increased"
-    if after < before:
-        return "decreased"
-    return "did not change"
-
-
-def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
-    where = md_code(_device_text(finding.device, finding.pid, comparison))
-    name = md_code(display_name(finding.function, PROSE_NAME_WIDTH))
-    lines = [f"- **{name}** on device {where}: **{finding.verdict}**."]
-    if finding.verdict in ("appeared", "vanished"):
-        lines.append(f"  - Time per cycle {fmt_ms(finding.time_ms_normal)} ms → "
-                     f"{fmt_ms(finding.time_ms_abnormal)} ms.")
-        return lines
-    if math.isnan(finding.time_ms_normal) or math.isnan(finding.time_ms_abnormal):
-        lines.append("  - Time per cycle not compared (cycles were cut differently).")
-    else:
-        lines.append(
-            f"  - Time per cycle {_moved(finding.time_ms_normal, finding.time_ms_abnormal)} from "
-            f"**{fmt_ms(finding.time_ms_normal)} ms** to "
-            f"**{fmt_ms(finding.time_ms_abnormal)} ms** "
-            f"({fmt_ms(finding.time_delta_ms, signed=True)} ms, 95 % interval "
-            f"{fmt_interval(finding.time_ci_low_ms, finding.time_ci_high_ms)} ms)."
-        )
-    lines.append(
-        f"  - Its contribution to total cycle time (β) "
-        f"{_moved(finding.beta_normal, finding.beta_abnormal)} from "
-        f"**{fmt_pct(finding.beta_normal)}** to **{fmt_pct(finding.beta_abnormal)}** "
-        f"({fmt_pp(finding.delta_beta)}); {_q_text(finding.q_value)}, "
-        f"{_p_text(finding.p_value)}."
-    )
-    if finding.metric_moves:
-        lines.append("  - Resource metrics (μ) that moved with it:")
-        for move in finding.metric_moves:
-            lines.append(
-                f"    - **{md_code(metric_name(move.metric))}**: "
-                f"{_moved(move.mu_normal, move.mu_abnormal)} "
-                f"from {fmt_mu(move.mu_normal)} to {fmt_mu(move.mu_abnormal)} "
-                f"({_p_text(move.p_value)})."
-            )
-    else:
-        lines.append("  - No resource metric (μ) moved significantly with it.")
-    return lines
-
-
-def _key_findings(comparison: Comparison) -> list[str]:
-    findings = comparison.findings[: max(comparison.options.top, 0)]
-    if not findings:
-        return [
-            "No function's time changed significantly: no row has q < "
-            f"{fmt_num(comparison.options.alpha, 3)} together with a change above "
-            f"{fmt_pct(comparison.options.practical_threshold_pct)} of cycle time."
-        ]
-    lines: list[str] = []
-    for finding in findings:
-        lines += _finding_lines(finding, comparison)
-    hidden = len(comparison.findings) - len(findings)
-    if hidden > 0:
-        lines.append(f"- … and {fmt_int(hidden)} more (see the table; `--top` shows more).")
-    return lines
-
-
-def _recommendation(comparison: Comparison) -> str:
-    if comparison.findings:
-        return (
-            "**Recommendation:** start with the first function above. Its change of time per "
-            "cycle is measured directly; read the μ changes beside it (clocks, utilisation, "
-            "link traffic) for the resource it waited on, and check section 4 for kernels that "
-            "appeared or vanished."
-        )
-    mde = comparison.mde_pct
-    more = (
-        f" Changes smaller than about {fmt_pct(mde)} of cycle time cannot be detected with "
-        "this many samples: record more cycles or runs to see smaller ones."
-        if mde == mde else ""
-    )
-    return "**Recommendation:** no function needs investigation on this evidence." + more
-
-
-_SEED_HEADERS = [
-    "Function Name", "Metric Name", "Device", "Suspicion Score", "β_normal(%)",
-    "β_abnormal(%)", "Δβ(%)", "Z-Score(β)", "p-value(β)", "U-test p(β)", "μ_normal",
-    "μ_abnormal", "Δμ", "Z-Score(μ)", "Z-Score(log_μ)", "p-value(μ)", "U-test p(μ)",
-]
-
-
-def _row_cells(row: MetricRow, comparison: Comparison) -> list[str]:
-    cells = [
-        md_cell(display_name(row.function)),
-        md_cell(metric_name(row.metric)) if row.metric else "-",
-        _device_cell(row.device, row.pid, comparison),
-        fmt_num(row.suspicion),
-        fmt_num(row.beta_normal), fmt_num(row.beta_abnormal),
-        fmt_num(row.delta_beta, signed=True),
-        fmt_num(row.z_beta), fmt_p(row.p_beta), fmt_p(row.u_p_beta),
-        fmt_mu(row.mu_normal), fmt_mu(row.mu_abnormal), fmt_mu(row.delta_mu, signed=True),
-        fmt_num(row.z_mu), fmt_num(row.z_log_mu), fmt_p(row.p_mu), fmt_p(row.u_p_mu),
-    ]
-    if not comparison.options.seed_compatible:
-        delta = fmt_ms(row.time_delta_ms, signed=True)
-        interval = fmt_interval(row.time_ci_low_ms, row.time_ci_high_ms)
-        cells += [fmt_p(row.q_value),
-                  delta if interval == NA else f"{delta} {interval}", row.verdict]
-    return cells
-
-
-def _detailed_table(comparison: Comparison, max_rows: int | None) -> list[str]:
-    order = ("sorted by **Suspicion Score**, as LatencyPrism does"
-             if comparison.options.seed_compatible
-             else "findings first (verdict, then q-value and size of the change)")
-    lines = [f"One row per (function, metric, device), {order}. Long names are compacted "
-             "(namespaces, parameter lists and lambda names dropped) and cut; `--format json` "
-             "has them in full.", ""]
-    if not comparison.rows:
-        return [*lines, "No rows: neither side has functions with samples on both sides."]
-    headers = list(_SEED_HEADERS)
-    if not comparison.options.seed_compatible:
-        headers += ["q-value", "Time Δ (ms/cycle) [95 % interval]", "Verdict"]
-    shown = comparison.rows if max_rows is None else comparison.rows[:max_rows]
-    rows = [_row_cells(r, comparison) for r in shown]
-    lines.append(pipe_table(headers, rows, right=tuple(range(3, 19))))
-    hidden = len(comparison.rows) - len(shown)
-    if hidden > 0:
-        lines += ["", f"{fmt_int(hidden)} more rows not shown (`--rows 0` shows all; "
-                  "`--format json` has all)."]
-    return lines
 
 
 # ----------------------------------------------------------------------------- section 4
@@ -425,7 +203,7 @@ def _inventory_section(comparison: Comparison) -> str:
     out += ["Functions found on one side only. They are listed here with their time per cycle "
             "instead of being compared against zero.", ""]
     rows = [
-        [md_cell(display_name(inv.function)), _device_cell(inv.device, inv.pid, comparison),
+        [md_cell(display_name(inv.function)), device_cell(inv.device, inv.pid, comparison),
          inv.change, fmt_ms(inv.time_ms_per_cycle), fmt_num(inv.launches_per_cycle)]
         for inv in comparison.inventory
     ]
@@ -491,7 +269,7 @@ def _legend_section(comparison: Comparison) -> str:
         "- **Verdict**: *slower* / *faster* need q < α **and** a time change above the practical "
         "threshold; *no change* otherwise; *insufficient data* when a side has too few samples; "
         "*appeared* / *vanished*: present on one side only (section 4).",
-        f"- **Test unit**: {_TEST_UNIT_TEXT[comparison.test_unit]}. The method, with its "
+        f"- **Test unit**: {TEST_UNIT_TEXT[comparison.test_unit]}. The method, with its "
         "reasons and limits: docs/explanation/statistics.md.",
         f"- **Settings**: α = {fmt_num(opts.alpha, 3)}; practical threshold = "
         f"{fmt_pct(opts.practical_threshold_pct)} of cycle time; minimum detectable change "
@@ -511,6 +289,3 @@ def _legend_section(comparison: Comparison) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _count(n: int, noun: str) -> str:
-    """``1 function`` / ``3 functions``."""
-    return f"{fmt_int(n)} {noun}" + ("" if n == 1 else "s")

@@ -1,0 +1,202 @@
+"""Section 3 of the markdown report: Overview, Key Findings, Recommendation, Detailed table.
+
+Why its own module: it is the heart of the report (what changed, by how much, how sure, and
+which resource moved with it) and the longest section; the seed's columns come first in the
+seed's order, then ours (q-value, time change with its interval, verdict).
+"""
+
+from __future__ import annotations
+
+import math
+
+from perfdiff.analysis.model import Comparison, Finding, MetricRow
+from perfdiff.report.format import (
+    NA,
+    display_name,
+    fmt_int,
+    fmt_interval,
+    fmt_ms,
+    fmt_mu,
+    fmt_num,
+    fmt_p,
+    fmt_pct,
+    fmt_pp,
+    md_cell,
+    md_code,
+    metric_name,
+)
+from perfdiff.report.markdown_text import (
+    TEST_UNIT_TEXT,
+    count,
+    device_cell,
+    device_text,
+    moved,
+    p_text,
+    q_text,
+)
+from perfdiff.report.table import pipe_table
+
+PROSE_NAME_WIDTH = 120  # names in sentences: compacted C++ signatures (JSON: full names)
+
+
+def metric_section(comparison: Comparison, max_rows: int | None) -> str:
+    out = ["## 3. In-depth Core Metric Comparison", "", "### Overview", "",
+           _overview(comparison), "", "### Key Findings", ""]
+    out += _key_findings(comparison)
+    out += ["", _recommendation(comparison), "", "### Detailed comparison table", ""]
+    out += _detailed_table(comparison, max_rows)
+    return "\n".join(out) + "\n"
+
+
+def _changed_rows(comparison: Comparison) -> list[MetricRow]:
+    return [r for r in comparison.rows if r.verdict in ("slower", "faster")]
+
+
+def _overview(comparison: Comparison) -> str:
+    opts = comparison.options
+    n_rows = len(comparison.rows)
+    functions = {(r.function, r.device, r.pid) for r in comparison.rows}
+    changed = _changed_rows(comparison)
+    changed_functions = {(r.function, r.device, r.pid) for r in changed}
+    text = (
+        f"{fmt_int(n_rows)} (function, metric, device) rows over {fmt_int(len(functions))} "
+        f"functions were tested on {TEST_UNIT_TEXT[comparison.test_unit]}. "
+    )
+    if comparison.options.seed_compatible:
+        text += "Rows are ranked by Suspicion Score, as in LatencyPrism's report. "
+    text += (
+        f"{count(len(changed_functions), 'function')} changed: q < {fmt_num(opts.alpha, 3)} "
+        f"(Benjamini-Hochberg) and a change of time per cycle above "
+        f"{fmt_pct(opts.practical_threshold_pct)} of cycle time."
+    )
+    if comparison.findings:
+        top = comparison.findings[0]
+        text += (
+            f" The primary difference between {md_code(comparison.normal.label)} and "
+            f"{md_code(comparison.abnormal.label)} appears to be driven by "
+            f"**{md_code(display_name(top.function, PROSE_NAME_WIDTH))}**, which got "
+            f"**{top.verdict}**."
+        )
+    return text
+
+
+def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
+    where = md_code(device_text(finding.device, finding.pid, comparison))
+    name = md_code(display_name(finding.function, PROSE_NAME_WIDTH))
+    lines = [f"- **{name}** on device {where}: **{finding.verdict}**."]
+    if finding.verdict in ("appeared", "vanished"):
+        lines.append(f"  - Time per cycle {fmt_ms(finding.time_ms_normal)} ms → "
+                     f"{fmt_ms(finding.time_ms_abnormal)} ms.")
+        return lines
+    if math.isnan(finding.time_ms_normal) or math.isnan(finding.time_ms_abnormal):
+        lines.append("  - Time per cycle not compared (cycles were cut differently).")
+    else:
+        lines.append(
+            f"  - Time per cycle {moved(finding.time_ms_normal, finding.time_ms_abnormal)} from "
+            f"**{fmt_ms(finding.time_ms_normal)} ms** to "
+            f"**{fmt_ms(finding.time_ms_abnormal)} ms** "
+            f"({fmt_ms(finding.time_delta_ms, signed=True)} ms, 95 % interval "
+            f"{fmt_interval(finding.time_ci_low_ms, finding.time_ci_high_ms)} ms)."
+        )
+    lines.append(
+        f"  - Its contribution to total cycle time (β) "
+        f"{moved(finding.beta_normal, finding.beta_abnormal)} from "
+        f"**{fmt_pct(finding.beta_normal)}** to **{fmt_pct(finding.beta_abnormal)}** "
+        f"({fmt_pp(finding.delta_beta)}); {q_text(finding.q_value)}, "
+        f"{p_text(finding.p_value)}."
+    )
+    if finding.metric_moves:
+        lines.append("  - Resource metrics (μ) that moved with it:")
+        for move in finding.metric_moves:
+            lines.append(
+                f"    - **{md_code(metric_name(move.metric))}**: "
+                f"{moved(move.mu_normal, move.mu_abnormal)} "
+                f"from {fmt_mu(move.mu_normal)} to {fmt_mu(move.mu_abnormal)} "
+                f"({p_text(move.p_value)})."
+            )
+    else:
+        lines.append("  - No resource metric (μ) moved significantly with it.")
+    return lines
+
+
+def _key_findings(comparison: Comparison) -> list[str]:
+    findings = comparison.findings[: max(comparison.options.top, 0)]
+    if not findings:
+        return [
+            "No function's time changed significantly: no row has q < "
+            f"{fmt_num(comparison.options.alpha, 3)} together with a change above "
+            f"{fmt_pct(comparison.options.practical_threshold_pct)} of cycle time."
+        ]
+    lines: list[str] = []
+    for finding in findings:
+        lines += _finding_lines(finding, comparison)
+    hidden = len(comparison.findings) - len(findings)
+    if hidden > 0:
+        lines.append(f"- … and {fmt_int(hidden)} more (see the table; `--top` shows more).")
+    return lines
+
+
+def _recommendation(comparison: Comparison) -> str:
+    if comparison.findings:
+        return (
+            "**Recommendation:** start with the first function above. Its change of time per "
+            "cycle is measured directly; read the μ changes beside it (clocks, utilisation, "
+            "link traffic) for the resource it waited on, and check section 4 for kernels that "
+            "appeared or vanished."
+        )
+    mde = comparison.mde_pct
+    more = (
+        f" Changes smaller than about {fmt_pct(mde)} of cycle time cannot be detected with "
+        "this many samples: record more cycles or runs to see smaller ones."
+        if mde == mde else ""
+    )
+    return "**Recommendation:** no function needs investigation on this evidence." + more
+
+
+_SEED_HEADERS = [
+    "Function Name", "Metric Name", "Device", "Suspicion Score", "β_normal(%)",
+    "β_abnormal(%)", "Δβ(%)", "Z-Score(β)", "p-value(β)", "U-test p(β)", "μ_normal",
+    "μ_abnormal", "Δμ", "Z-Score(μ)", "Z-Score(log_μ)", "p-value(μ)", "U-test p(μ)",
+]
+
+
+def _row_cells(row: MetricRow, comparison: Comparison) -> list[str]:
+    cells = [
+        md_cell(display_name(row.function)),
+        md_cell(metric_name(row.metric)) if row.metric else "-",
+        device_cell(row.device, row.pid, comparison),
+        fmt_num(row.suspicion),
+        fmt_num(row.beta_normal), fmt_num(row.beta_abnormal),
+        fmt_num(row.delta_beta, signed=True),
+        fmt_num(row.z_beta), fmt_p(row.p_beta), fmt_p(row.u_p_beta),
+        fmt_mu(row.mu_normal), fmt_mu(row.mu_abnormal), fmt_mu(row.delta_mu, signed=True),
+        fmt_num(row.z_mu), fmt_num(row.z_log_mu), fmt_p(row.p_mu), fmt_p(row.u_p_mu),
+    ]
+    if not comparison.options.seed_compatible:
+        delta = fmt_ms(row.time_delta_ms, signed=True)
+        interval = fmt_interval(row.time_ci_low_ms, row.time_ci_high_ms)
+        cells += [fmt_p(row.q_value),
+                  delta if interval == NA else f"{delta} {interval}", row.verdict]
+    return cells
+
+
+def _detailed_table(comparison: Comparison, max_rows: int | None) -> list[str]:
+    order = ("sorted by **Suspicion Score**, as LatencyPrism does"
+             if comparison.options.seed_compatible
+             else "findings first (verdict, then q-value and size of the change)")
+    lines = [f"One row per (function, metric, device), {order}. Long names are compacted "
+             "(namespaces, parameter lists and lambda names dropped) and cut; `--format json` "
+             "has them in full.", ""]
+    if not comparison.rows:
+        return [*lines, "No rows: neither side has functions with samples on both sides."]
+    headers = list(_SEED_HEADERS)
+    if not comparison.options.seed_compatible:
+        headers += ["q-value", "Time Δ (ms/cycle) [95 % interval]", "Verdict"]
+    shown = comparison.rows if max_rows is None else comparison.rows[:max_rows]
+    rows = [_row_cells(r, comparison) for r in shown]
+    lines.append(pipe_table(headers, rows, right=tuple(range(3, 19))))
+    hidden = len(comparison.rows) - len(shown)
+    if hidden > 0:
+        lines += ["", f"{fmt_int(hidden)} more rows not shown (`--rows 0` shows all; "
+                  "`--format json` has all)."]
+    return lines
