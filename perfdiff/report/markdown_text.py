@@ -50,6 +50,7 @@ def p_text(p: float) -> str:
 
 
 def q_text(q: float) -> str:
+    """``q < 0.001`` / ``q = 0.021``: the q-value inside a sentence."""
     return "q" + p_text(q)[1:]
 
 

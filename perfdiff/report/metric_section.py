@@ -40,6 +40,7 @@ PROSE_NAME_WIDTH = 120  # names in sentences: compacted C++ signatures (JSON: fu
 
 
 def metric_section(comparison: Comparison, max_rows: int | None) -> str:
+    """Section 3 as markdown; ``max_rows`` limits the detailed table (None: every row)."""
     out = ["## 3. In-depth Core Metric Comparison", "", "### Overview", "",
            _overview(comparison), "", "### Key Findings", ""]
     out += _key_findings(comparison)
