@@ -124,3 +124,15 @@ def test_contended_gpt_infer_puts_gemm_and_tensor_utilisation_first() -> None:
     first = comparison.findings[0]
     assert "gemm" in first.function.lower() or "cutlass" in first.function.lower(), first.function
     assert any("tensor" in move.metric for move in first.metric_moves), first.metric_moves
+
+
+def test_a_recording_against_itself_has_no_finding() -> None:
+    """A/A at its limit: identical inputs give no slower/faster row and no cycle-time change."""
+    normal = REPO / "fixtures" / FIXTURE_PAIRS["gpt-infer"][0]
+    if not normal.exists():
+        pytest.skip("GPU fixtures not recorded yet")
+    comparison = build_comparison(normal, normal, CompareOptions())
+    assert comparison.findings == ()
+    assert {r.verdict for r in comparison.rows} <= {"no change", "insufficient data"}
+    assert comparison.cycle_time.verdict == "no change"
+    assert "No function's time changed significantly" in render_markdown(comparison)
