@@ -200,3 +200,47 @@ def test_aa_halves_of_a_real_normal_run_raise_no_verdict() -> None:
     )
     assert not [r for r in c.rows if r.verdict in ("slower", "faster")]
     assert np.isfinite(c.mde_pct)
+
+
+REPORTS = LP.parent / "reports"
+
+
+@needs_lp
+@pytest.mark.parametrize(
+    ("scenario", "pid"),
+    [
+        ("gpu_memory_squeeze_out_NVLink", 923229),
+        ("cpu_compute_squeeze_out", 4013652),
+        ("gpu_memory_squeeze_out_PCIe", 90816),
+    ],
+)
+def test_seed_compatible_reproduces_latencyprism_reports_of_other_scenarios(
+    scenario: str, pid: int
+) -> None:
+    """The reverse-engineered aggregation holds beyond the seed: LatencyPrism's own reports."""
+    report = REPORTS / f"Processed_SGLang_{scenario}_pid{pid}_strict_comparison.md"
+    if not report.is_file():
+        pytest.skip(f"{report} not available")
+    n = load_side(LP / scenario / "normal_perf_data").table
+    a = load_side(LP / scenario / "abnormal_perf_data").table
+    c = compare_tables(
+        n[n[C.PID] == pid],
+        a[a[C.PID] == pid],
+        CompareOptions(seed_compatible=True, bootstrap_resamples=50),
+    )
+    text = report.read_text()
+    assert f"{c.normal.cycle_ms_mean * 1000:,.2f}" in text
+    assert f"{c.abnormal.cycle_ms_mean * 1000:,.2f}" in text
+    theirs = [
+        cells
+        for line in text.splitlines()
+        if len(cells := [x.strip() for x in line.strip().strip("|").split("|")]) == 17
+        and cells[2].startswith(("GPU", "Host"))
+    ]
+    assert len(theirs) == len(c.rows)
+    for ours, row in zip(c.rows[:10], theirs[:10], strict=True):
+        assert ours.function == row[0]
+        assert ours.suspicion == pytest.approx(_seed_number(row[3]), rel=1e-4, abs=0.01)
+        assert round(ours.beta_normal, 2) == _seed_number(row[4])
+        assert round(ours.delta_beta, 2) == _seed_number(row[6])
+        assert round(ours.z_beta, 2) == _seed_number(row[7])
