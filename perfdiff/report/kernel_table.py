@@ -103,38 +103,51 @@ def launch_rows(run_file: RunFile, *, run_index: int | None = None, cycle: int |
         idx = idx[np.argsort(k.start_ns[idx], kind="stable")]
         tensor, dram = _series_means(run, TENSOR_KEY), _series_means(run, DRAM_KEY)
         latency = k.end_ns - k.start_ns
+        # names once per interned id (a run has millions of launches but few distinct names)
+        ids = k.name_id[idx]
+        unique_ids = np.unique(ids)
+        name_of = {int(i): kernel_name(run_file, int(i), names) for i in unique_ids}
         rows += [
-            LaunchRow(kernel_name(run_file, int(k.name_id[i]), names), int(k.device[i]),
-                      int(latency[i]), float(tensor[i]), float(dram[i]))
-            for i in idx
+            LaunchRow(name_of[n], d, lat, t, m)
+            for n, d, lat, t, m in zip(ids.tolist(), k.device[idx].tolist(),
+                                       latency[idx].tolist(), tensor[idx].tolist(),
+                                       dram[idx].tolist(), strict=True)
         ]
     if not rows and cycle is not None:
         raise InputError(f"no kernel launches in cycle {cycle}; check the cycle index with --cycle")
     return rows
 
 
-def _weighted(values: list[float], weights: list[int]) -> float:
-    pairs = [(v, w) for v, w in zip(values, weights, strict=True) if not math.isnan(v)]
-    total = sum(w for _, w in pairs)
-    return sum(v * w for v, w in pairs) / total if total > 0 else math.nan
-
-
 def name_rows(launches: list[LaunchRow]) -> list[NameRow]:
-    """Aggregate launches by name, largest total time first (ties: by name, deterministic)."""
-    groups: dict[str, list[LaunchRow]] = {}
+    """Aggregate launches by name, largest total time first (ties: by name, deterministic).
+
+    Tensor and DRAM are latency-weighted over the launches that have a value (NaN: none has).
+    One pass with running sums: a million launches take about a second.
+    """
+    # per name: count, total ns, weighted tensor sum, its weight, weighted dram sum, its weight
+    acc: dict[str, list[float]] = {}
     for row in launches:
-        groups.setdefault(row.name, []).append(row)
-    grand_total = sum(r.latency_ns for r in launches)
-    out = []
-    for name, rows in groups.items():
-        latencies = [r.latency_ns for r in rows]
-        total = sum(latencies)
-        out.append(NameRow(
-            name=name, count=len(rows), total_ns=total, mean_ns=total / len(rows),
-            share_pct=100.0 * total / grand_total if grand_total else math.nan,
-            tensor=_weighted([r.tensor for r in rows], latencies),
-            dram=_weighted([r.dram for r in rows], latencies),
-        ))
+        a = acc.get(row.name)
+        if a is None:
+            a = acc[row.name] = [0, 0, 0.0, 0, 0.0, 0]
+        a[0] += 1
+        a[1] += row.latency_ns
+        if row.tensor == row.tensor:  # not NaN
+            a[2] += row.tensor * row.latency_ns
+            a[3] += row.latency_ns
+        if row.dram == row.dram:
+            a[4] += row.dram * row.latency_ns
+            a[5] += row.latency_ns
+    grand_total = sum(a[1] for a in acc.values())
+    out = [
+        NameRow(
+            name=name, count=int(a[0]), total_ns=int(a[1]), mean_ns=a[1] / a[0],
+            share_pct=100.0 * a[1] / grand_total if grand_total else math.nan,
+            tensor=a[2] / a[3] if a[3] > 0 else math.nan,
+            dram=a[4] / a[5] if a[5] > 0 else math.nan,
+        )
+        for name, a in acc.items()
+    ]
     out.sort(key=lambda r: (-r.total_ns, r.name))
     return out
 
