@@ -122,18 +122,67 @@ def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
 
 def _key_findings(comparison: Comparison) -> list[str]:
     findings = comparison.findings[: max(comparison.options.top, 0)]
+    lines: list[str] = []
     if not findings:
-        return [
+        lines.append(
             "No function's time changed significantly: no row has q < "
             f"{fmt_num(comparison.options.alpha, 3)} together with a change above "
             f"{fmt_pct(comparison.options.practical_threshold_pct)} of cycle time."
-        ]
-    lines: list[str] = []
+        )
     for finding in findings:
         lines += _finding_lines(finding, comparison)
     hidden = len(comparison.findings) - len(findings)
     if hidden > 0:
         lines.append(f"- … and {fmt_int(hidden)} more (see the table; `--top` shows more).")
+    return lines + _near_misses(comparison)
+
+
+NEAR_MISSES = 3
+
+
+def _near_misses(comparison: Comparison) -> list[str]:
+    """The largest changes of time per cycle that are *not* findings, with the reason why.
+
+    Why: a real but small slowdown (not significant at this sample size, or significant but
+    below the practical threshold) would otherwise be invisible in the prose; naming it with its
+    interval, its q-value and the reason lets the reader decide to record more cycles or lower
+    ``--threshold``, without the report calling it a finding.
+    """
+    if not comparison.cycle_time.comparable:
+        return []
+    found = {(f.function, f.device, f.pid) for f in comparison.findings}
+    best: dict[tuple[str, str, int | None], MetricRow] = {}
+    for row in comparison.rows:
+        key = (row.function, row.device, row.pid)
+        if key in found or key in best or row.verdict != "no change":
+            continue
+        if not math.isnan(row.time_delta_ms) and row.time_delta_ms != 0:
+            best[key] = row
+    ranked = sorted(best.values(), key=lambda r: (-abs(r.time_delta_ms), r.function))
+    if not ranked:
+        return []
+    opts = comparison.options
+    threshold_ms = opts.practical_threshold_pct / 100.0 * comparison.normal.cycle_ms_mean
+    mde = comparison.mde_pct
+    lines = ["", "Largest other changes of time per cycle (verdict *no change*):"]
+    for row in ranked[:NEAR_MISSES]:
+        name = md_code(display_name(row.function, PROSE_NAME_WIDTH))
+        where = md_code(device_text(row.device, row.pid, comparison))
+        if math.isnan(row.q_value):
+            why = "not tested (too few samples, or a value constant on both sides)"
+        elif row.q_value < opts.alpha:
+            why = (f"significant, but below the practical threshold of "
+                   f"{fmt_ms(threshold_ms)} ms ({fmt_pct(opts.practical_threshold_pct)} of "
+                   "cycle time)")
+        else:
+            why = "not significant at this number of samples" + (
+                f" (minimum detectable change: {fmt_pct(mde)} of cycle time)"
+                if not math.isnan(mde) else "")
+        lines.append(
+            f"- {name} on {where}: {fmt_ms(row.time_delta_ms, signed=True)} ms per cycle "
+            f"(95 % interval {fmt_interval(row.time_ci_low_ms, row.time_ci_high_ms)} ms), "
+            f"{q_text(row.q_value)}: {why}."
+        )
     return lines
 
 

@@ -220,3 +220,19 @@ def test_long_case_label_lists_are_cut_with_a_count() -> None:
     header = next(line for line in text.splitlines() if line.startswith("- **normal**"))
     assert len(header) < 300
     assert re.search(r"… \(\+\d+ more labels\)", header)
+
+
+def test_largest_non_significant_changes_are_named_as_such() -> None:
+    rows = (row(), row("small_slowdown", verdict="no change", time_delta_ms=0.3, q_value=0.2),
+            row("tiny", verdict="no change", time_delta_ms=0.01, q_value=0.9))
+    text = render_markdown(comparison(rows=rows))
+    block = text.split("Largest other changes")[1].split("**Recommendation:**")[0]
+    names = re.findall(r"^- `([^`]+)`", block, flags=re.MULTILINE)
+    assert names == ["small_slowdown", "tiny"]  # largest first; the finding is not repeated
+    assert "q = 0.200: not significant" in block
+    below = render_markdown(comparison(rows=(row("x", verdict="no change", q_value=0.001,
+                                                 time_delta_ms=0.05),)))
+    assert "q = 0.001: significant, but below the practical threshold of 0.100 ms" in below
+    not_comparable = replace(comparison(rows=rows).cycle_time, comparable=False)
+    assert "Largest other changes" not in render_markdown(
+        comparison(rows=rows, cycle_time=not_comparable))
