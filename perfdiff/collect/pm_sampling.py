@@ -18,6 +18,14 @@ period into a copy of a blank image, and timestamps and values are extracted onl
 workload ends. That uses three private members of ``Collector`` (``_pm_sampling_object``,
 ``_chip_name``, ``_create_counter_data_image``), checked at construction: a cupti-python
 without them degrades to "PM sampling unavailable" with a warning, never a crash.
+
+Teardown: cupti-python's ``Collector`` frees its PM sampling object in a ``weakref.finalize``,
+and such finalizers run from an ``atexit`` hook at interpreter exit. In a user program that
+hook can run before perfdiff's own exit code (atexit is last-in first-out, and torch's import
+registers the weakref hook after perfdiff's), so it disabled the object under the running
+drain thread and ``stop()`` then used the freed object: the child died of SIGSEGV at exit.
+So :meth:`PmSampler.start` takes the live object out of that hook (this class disables it in
+``stop``); the drain loop and ``stop`` first check that the object is still ours.
 """
 
 from __future__ import annotations
@@ -177,6 +185,10 @@ class PmSampler:
         # (OpenXLA's PM sampler does the same: restoring a copy is cheaper than re-init).
         self._blank = self._collector._create_counter_data_image(IMAGE_SAMPLES)
         self._collector.start()
+        # Ours to tear down, in stop(): never from the interpreter's exit hook (module docstring).
+        finalizer = getattr(self._collector, "_finalizer", None)
+        if finalizer is not None and hasattr(finalizer, "atexit"):
+            finalizer.atexit = False
         time.sleep(FIRST_SAMPLE_WAIT_S)
         self._drainer = threading.Thread(target=self._drain_loop, name="perfdiff-pm-drain",
                                          daemon=True)
@@ -202,6 +214,7 @@ class PmSampler:
         cupti = self._cupti
         full = int(cupti.PmSamplingDecodeStopReason.COUNTER_DATA_FULL)
         with self._lock:
+            self._check_alive()
             while True:
                 image = self._blank.copy()
                 params = cupti.PmSamplingDecodeDataParams()
@@ -220,6 +233,17 @@ class PmSampler:
                 if self._stop_drain.is_set() and threading.current_thread() is self._drainer:
                     return  # stop() decodes the rest after sampling has stopped
 
+    def _alive(self) -> bool:
+        """Whether the PM sampling object still exists (no one else disabled it)."""
+        finalizer = getattr(self._collector, "_finalizer", None)
+        alive = finalizer is None or bool(getattr(finalizer, "alive", True))
+        return alive and getattr(self._collector, "_pm_sampling_object", None) is not None
+
+    def _check_alive(self) -> None:
+        if not self._alive():
+            raise RuntimeError("the PM sampling object was torn down before perfdiff stopped "
+                               "it (interpreter exit?)")
+
     def _completed_samples(self, image: Any) -> int:
         cupti = self._cupti
         info = cupti.PmSamplingGetCounterDataInfoParams()
@@ -230,11 +254,19 @@ class PmSampler:
         return int(info.num_completed_samples)
 
     def stop(self) -> list[MetricSeries]:
+        """Join the drain thread, stop sampling, decode the rest, evaluate, disable.
+
+        Raises (the caller turns it into a warning, PM values dropped) rather than touch a PM
+        sampling object that is gone or that the drain thread is still inside.
+        """
         # Stop the drain first (it leaves after the image it is decoding), then sampling,
         # then decode what is left: sampling must not run on while a backlog is decoded.
         self._stop_drain.set()
         if self._drainer is not None:
             self._drainer.join(timeout=30.0)
+            if self._drainer.is_alive():
+                raise RuntimeError("the PM drain thread did not finish within 30 s")
+        self._check_alive()
         self._collector.stop()
         try:
             if self._drain_error is None:

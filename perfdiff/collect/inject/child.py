@@ -7,6 +7,14 @@ installs the cycle recorder behind ``perfdiff.cycle()`` / ``mark_cycle()`` and, 
 which is only known once the program has initialised CUDA, so they start at the first cycle
 mark after that (before the cycle's start is stamped, so their set-up cost falls outside it).
 
+Samplers stop at the earliest point of the interpreter's exit: a ``threading`` exit hook, which
+runs before *every* ``atexit`` handler (torch's, and the weakref hook that frees cupti-python's
+PM sampling object). atexit is last-in first-out and the collector starts before the program
+imports anything, so an ``atexit`` handler of ours would run after all of those; stopping PM
+sampling that late used a freed object and crashed the child (SIGSEGV) at exit. They stop on
+the main thread, after a GPU synchronize, with the PM drain thread joined; any failure there
+is a warning (values dropped), never an exception into the program's exit.
+
 At exit (normal exit, ``sys.exit``, an uncaught exception, Ctrl-C, or SIGTERM) the shard is
 written once, atomically, into the parent's shard folder: a complete run file of one run,
 marked incomplete when the program raised or was terminated. A process killed outright
@@ -17,6 +25,7 @@ incomplete.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import platform
 import signal
@@ -99,6 +108,8 @@ class ChildCollector:
         self.log = CycleLog(clock_ns=trace.clock_ns)
         self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
         self.samplers: list[MetricSampler] = []
+        self.metrics: list[MetricSeries] = []
+        self._samplers_stopped = False
         self.warnings: list[str] = []
         self.failure: str | None = None
         self.exit_code: int | None = None
@@ -118,6 +129,7 @@ class ChildCollector:
             self.nvtx = NvtxCycles(self.recorder, self.config.cycle_range)
             self.nvtx.install()
         atexit.register(self.finish)
+        _register_before_atexit(self.stop_samplers)
         sys.excepthook = self._excepthook
         if (threading.current_thread() is threading.main_thread()
                 and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL):
@@ -148,7 +160,7 @@ class ChildCollector:
 
         Called from the program's own cycle marks: nothing may escape into the program.
         """
-        if self._samplers_tried or self.config.backend != "cupti":
+        if self._samplers_tried or self._samplers_stopped or self.config.backend != "cupti":
             return
         try:
             self._try_start_samplers()
@@ -196,6 +208,35 @@ class ChildCollector:
             self.warnings.append(f"{sampler.name} could not start ({exc}); not sampled")
             return
         self.samplers.append(sampler)
+        # Should the threading hook be missing: an atexit handler registered now runs before
+        # those registered earlier (torch's import-time ones, the weakref hook).
+        atexit.unregister(self.finish)
+        atexit.register(self.finish)
+
+    def stop_samplers(self) -> None:
+        """Synchronize the GPU and stop every sampler, keeping their series (once).
+
+        Runs at the start of interpreter exit (module docstring) or from :meth:`finish`,
+        whichever comes first; never raises.
+        """
+        if self._samplers_stopped:
+            return
+        self._samplers_stopped = True
+        if not self.samplers:
+            return
+        torch = sys.modules.get("torch")
+        if torch is not None and self._cuda_initialized(torch):
+            try:
+                torch.cuda.synchronize()
+            except Exception as exc:
+                self.warnings.append(f"GPU synchronize failed at exit ({exc})")
+        for sampler in self.samplers:
+            try:
+                self.metrics.extend(sampler.stop())
+            except Exception as exc:
+                self.warnings.append(f"{sampler.name} failed at stop ({type(exc).__name__}: "
+                                     f"{exc}); its values are dropped")
+            self.warnings.extend(getattr(sampler, "warnings", []))
 
     # ---------------------------------------------------------------- finish
 
@@ -223,13 +264,8 @@ class ChildCollector:
                 torch.cuda.synchronize()  # type: ignore[union-attr]
             except Exception as exc:
                 self.warnings.append(f"GPU synchronize failed at exit ({exc})")
-        metrics: list[MetricSeries] = []
-        for sampler in self.samplers:
-            try:
-                metrics.extend(sampler.stop())
-            except Exception as exc:
-                self.warnings.append(f"{sampler.name} failed at stop ({exc}); no samples")
-            self.warnings.extend(getattr(sampler, "warnings", []))
+        self.stop_samplers()
+        metrics = self.metrics
         raw = RawTrace()
         try:
             raw = self.trace.stop()
@@ -323,6 +359,21 @@ class ChildCollector:
             runs=(run,),
             created_unix_s=round(time.time(), 3),
         )
+
+
+def _register_before_atexit(func: Any) -> None:
+    """Call ``func`` when the interpreter starts to exit, before any ``atexit`` handler.
+
+    ``threading._register_atexit`` (CPython 3.9+, used by ``concurrent.futures``) runs its
+    callbacks from ``threading._shutdown``, on the main thread, before non-daemon threads are
+    joined and before ``atexit``. Private, so guarded: without it, :meth:`ChildCollector.finish`
+    still stops the samplers (re-registered in ``atexit`` when they start).
+    """
+    register = getattr(threading, "_register_atexit", None)
+    if register is None:
+        return
+    with contextlib.suppress(RuntimeError):  # already shutting down
+        register(func)
 
 
 def program_name(command: tuple[str, ...]) -> str:
