@@ -49,6 +49,7 @@ from perfdiff.analysis.stats import (
 )
 from perfdiff.analysis.summary import (
     check_comparable,
+    cut_differently_note,
     cycle_time_change,
     cycles_comparable,
     device_summaries,
@@ -162,12 +163,7 @@ def _notes(
 ) -> list[str]:
     notes: list[str] = []
     if not comparable:
-        anchors = [", ".join(sorted(set(t[C.ANCHOR]))) or "?" for t in tables]
-        notes.append(
-            f"Cycles were cut differently (normal: {anchors[0]}; abnormal: {anchors[1]}): cycle "
-            "times and times per cycle are not comparable; only shares (β) and metrics (μ) are "
-            "compared."
-        )
+        notes.append(cut_differently_note(tables[0], tables[1]))
     for meta in metas:
         notes.extend(meta.warnings)
     for table, label in zip(tables, ("normal", "abnormal"), strict=True):

@@ -55,8 +55,48 @@ def check_comparable(normal: SideMeta, abnormal: SideMeta, *, force: bool) -> No
 
 
 def cycles_comparable(normal: pd.DataFrame, abnormal: pd.DataFrame) -> bool:
-    """Cycles are comparable when both sides cut them at the same anchor(s)."""
+    """Cycles are comparable when both sides cut them at the same anchor(s).
+
+    A set, not a sequence: a multi-case benchmark re-run labels the same cases, perhaps in
+    another order or with another number of cycles each, and its cycles mean the same thing.
+    """
     return set(normal[C.ANCHOR]) == set(abnormal[C.ANCHOR])
+
+
+LABELS_SHOWN = 3
+
+
+def label_list(labels: set[str] | list[str], shown: int = LABELS_SHOWN) -> str:
+    """``3 labels: a, b, c`` / ``80 labels: a, b, c, …``: a label set fit for one sentence.
+
+    Why: a multi-case run (rmsnorm, linalg) has one cycle label per case, 40 to 300 of them;
+    listing them all made the report's note one line of thousands of characters.
+    """
+    items = sorted(set(labels))
+    if not items:
+        return "no labels"
+    if len(items) == 1:
+        return items[0] or "unlabelled cycle markers"
+    head = ", ".join(item or "(unlabelled)" for item in items[:shown])
+    more = ", …" if len(items) > shown else ""
+    return f"{len(items)} labels: {head}{more}"
+
+
+def cut_differently_note(normal: pd.DataFrame, abnormal: pd.DataFrame) -> str:
+    """The note of a comparison whose sides cut cycles at different labels: counts, a few of
+    each side's own labels, never the full lists."""
+    n_labels, a_labels = set(normal[C.ANCHOR]), set(abnormal[C.ANCHOR])
+    only_n, only_a = n_labels - a_labels, a_labels - n_labels
+    if n_labels & a_labels:  # overlapping sets: the difference is what the reader needs
+        parts = [f"{len(n_labels & a_labels)} labels in common"]
+        parts += [f"only in normal: {label_list(only_n)}"] if only_n else []
+        parts += [f"only in abnormal: {label_list(only_a)}"] if only_a else []
+    else:
+        parts = [f"normal: {label_list(n_labels)}", f"abnormal: {label_list(a_labels)}"]
+    return (
+        f"Cycles were cut differently ({'; '.join(parts)}): cycle times and times per cycle "
+        "are not comparable; only shares (β) and metrics (μ) are compared."
+    )
 
 
 def cycle_frame(table: pd.DataFrame) -> pd.DataFrame:

@@ -31,7 +31,7 @@ from perfdiff.report.format import (
 from perfdiff.report.markdown_text import (
     TEST_UNIT_TEXT,
     count,
-    cycle_definition,
+    cycle_definition_md,
     device_cell,
     p_text,
 )
@@ -71,7 +71,7 @@ def _side_line(side: SideSummary) -> str:
         f"- **{md_cell(side.label)}**: {md_code(side.source)} — workload "
         f"{md_code(side.workload)}, {fmt_int(side.n_runs)} {runs}, "
         f"{count(side.n_cycles, 'measured cycle')}, cycles cut at "
-        f"{md_code(cycle_definition(side.cycle_definition))}"
+        f"{cycle_definition_md(side)}"
     )
 
 
@@ -132,8 +132,7 @@ def _summary_section(comparison: Comparison) -> str:
     else:
         out.append(
             "**Cycle times not compared:** the two sides' cycles were cut differently "
-            f"({md_code(cycle_definition(n.cycle_definition))} vs "
-            f"{md_code(cycle_definition(a.cycle_definition))}); only shares "
+            f"({cycle_definition_md(n)} vs {cycle_definition_md(a)}); only shares "
             "of cycle time (β) and metrics (μ) are compared below."
         )
     out.append("")

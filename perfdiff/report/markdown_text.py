@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 
-from perfdiff.analysis.model import Comparison
-from perfdiff.report.format import NA, fmt_int, fmt_p, md_cell
+from perfdiff.analysis.model import Comparison, SideSummary
+from perfdiff.report.format import NA, fmt_int, fmt_p, md_cell, md_code
 
 TEST_UNIT_TEXT = {
     "runs": "run-level means (each run is one sample; cycles within a run are correlated)",
@@ -22,6 +22,19 @@ TEST_UNIT_TEXT = {
 
 
 MAX_CYCLE_DEFINITION = 100
+
+
+def cycle_definition_md(side: SideSummary) -> str:
+    """Where a side's cycles were cut, as markdown for a sentence.
+
+    Why not always the label in a code span: built-in workloads (gpt-infer, train-step) mark
+    each iteration without a label, and an empty or made-up "label" in a code span read as if
+    the run file held that text. Those say what the cycles are: the workload's iterations.
+    """
+    if not side.cycle_definition.strip():
+        workload = md_code(side.workload) if side.workload else "the workload"
+        return f"each iteration of {workload} (unlabelled cycle markers)"
+    return md_code(cycle_definition(side.cycle_definition))
 
 
 def cycle_definition(text: str) -> str:

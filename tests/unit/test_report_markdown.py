@@ -236,3 +236,14 @@ def test_largest_non_significant_changes_are_named_as_such() -> None:
     not_comparable = replace(comparison(rows=rows).cycle_time, comparable=False)
     assert "Largest other changes" not in render_markdown(
         comparison(rows=rows, cycle_time=not_comparable))
+
+
+def test_unlabelled_cycle_markers_name_the_workload_not_an_empty_code_span() -> None:
+    """Built-in workloads cut cycles with unlabelled markers: the header said "cut at `  `"."""
+    text = render_markdown(comparison(normal=side("normal", cycle_definition=""),
+                                      abnormal=side("abnormal", cycle_definition=" ")))
+    headers = [line for line in text.splitlines() if line.startswith("- **")][:2]
+    assert len(headers) == 2
+    for header in headers:
+        assert "cycles cut at each iteration of `gpt-infer`" in header
+        assert not re.search(r"`\s*`", header)
