@@ -78,7 +78,11 @@ def kernels(
     run: Annotated[int | None, typer.Option(
         "--run", help="Only this run (index); default: all runs.")] = None,
     cycle: Annotated[int | None, typer.Option(
-        "--cycle", help="Only launches of this cycle (index); default: all launches.")] = None,
+        "--cycle", help="Only launches of this cycle (index, warm-up or not); default: all "
+        "measured cycles.")] = None,
+    include_warmup: Annotated[bool, typer.Option(
+        "--include-warmup", help="Also list warm-up cycles and launches outside any cycle "
+        "(they have no PM samples: n/a).")] = False,
     plain: Annotated[bool, typer.Option(
         "--plain", help="Text/markdown even on a terminal (what a pipe gets).")] = False,
     markdown: Annotated[bool, typer.Option(
@@ -87,7 +91,8 @@ def kernels(
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
     loaded = load_run_file(run_file)
-    launches = launch_rows(loaded, run_index=run, cycle=cycle, names=names.value)
+    launches = launch_rows(loaded, run_index=run, cycle=cycle, names=names.value,
+                           warmup=include_warmup)
     rich_out = sys.stdout.isatty() and not plain
     if by is ByOption.name:
         grouped = name_rows(launches)

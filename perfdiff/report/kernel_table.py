@@ -26,7 +26,7 @@ from perfdiff.analysis.kernel_metrics import kernel_metric_means
 from perfdiff.errors import InputError
 from perfdiff.report.format import base_name, fmt_int, fmt_num, md_cell
 from perfdiff.report.table import pipe_table
-from perfdiff.schema.model import FloatArray, MetricSeries, Run, RunFile
+from perfdiff.schema.model import BoolArray, FloatArray, MetricSeries, Run, RunFile
 
 NameStyle = Literal["short", "full", "mangled"]
 SEED_NAME_WIDTH = 50  # the seeds cut names to 47 characters + "..."
@@ -92,13 +92,37 @@ def _selected_runs(run_file: RunFile, run_index: int | None) -> list[Run]:
     return runs
 
 
+def _measured_mask(run: Run) -> BoolArray:
+    """Launches inside measured (non-warm-up) cycles.
+
+    Why the default view drops the rest: warm-up cycles come first in launch order and PM
+    sampling starts after them, so a listing of all launches opened with screens of ``n/a``
+    rows that say nothing about the measured workload. A run without any measured cycle (no
+    markers) keeps every launch rather than showing nothing.
+    """
+    cycles = run.cycles
+    measured = cycles.index[~cycles.warmup]
+    if measured.size == 0:
+        return np.ones(run.kernels.start_ns.shape[0], dtype=bool)
+    return np.isin(run.kernels.cycle, measured)
+
+
 def launch_rows(run_file: RunFile, *, run_index: int | None = None, cycle: int | None = None,
-                names: NameStyle = "short") -> list[LaunchRow]:
-    """Launches of the selected runs/cycle in launch order (by start time within each run)."""
+                names: NameStyle = "short", warmup: bool = True) -> list[LaunchRow]:
+    """Launches of the selected runs/cycle in launch order (by start time within each run).
+
+    ``warmup=False`` keeps launches of measured cycles only (what ``perfdiff kernels`` shows
+    by default); an explicit ``cycle`` is shown whatever it is, warm-up included.
+    """
     rows: list[LaunchRow] = []
     for run in _selected_runs(run_file, run_index):
         k = run.kernels
-        mask = np.ones(k.start_ns.shape[0], dtype=bool) if cycle is None else k.cycle == cycle
+        if cycle is not None:
+            mask = k.cycle == cycle
+        elif warmup:
+            mask = np.ones(k.start_ns.shape[0], dtype=bool)
+        else:
+            mask = _measured_mask(run)
         idx = np.flatnonzero(mask)
         idx = idx[np.argsort(k.start_ns[idx], kind="stable")]
         tensor, dram = _series_means(run, TENSOR_KEY), _series_means(run, DRAM_KEY)

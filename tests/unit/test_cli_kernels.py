@@ -56,7 +56,7 @@ def test_launch_table_matches_the_seed_layout(run_cli: Runner, run_path: str) ->
     assert code == ExitCode.OK, err
     lines = out.splitlines()
     assert lines[0] == "Kernel" + " " * 49 + "Latency Tensor   DRAM"
-    assert len(lines) == 1 + 4 * 2  # every launch, warm-up cycle included
+    assert len(lines) == 1 + 3 * 2  # the 3 measured cycles; the warm-up one is left out
     for line in lines[1:]:
         assert SEED_LINE.match(line), line
     assert lines[1].startswith("vectorized_elementwise_kernel ")
@@ -102,6 +102,20 @@ def test_cycle_and_run_selection(run_cli: Runner, run_path: str) -> None:
     assert code == ExitCode.BAD_INPUT and "cycle 999" in err
 
 
+def test_warmup_cycles_are_left_out_unless_asked(run_cli: Runner, run_path: str) -> None:
+    """Warm-up cycles come first in launch order and have no PM samples: the default listing
+    opened with rows of n/a. Measured cycles only by default; --include-warmup and an explicit
+    --cycle still reach the warm-up launches."""
+    _, measured, _ = run_cli("kernels", run_path, "--names", "mangled")
+    _, everything, _ = run_cli("kernels", run_path, "--names", "mangled", "--include-warmup")
+    _, warmup, _ = run_cli("kernels", run_path, "--names", "mangled", "--cycle", "0")
+    assert len(measured.splitlines()) == 1 + 3 * 2
+    assert len(everything.splitlines()) == 1 + 4 * 2
+    assert len(warmup.splitlines()) == 1 + 2
+    assert everything.splitlines()[1:3] == warmup.splitlines()[1:3]
+    assert everything.splitlines()[3:] == measured.splitlines()[1:]
+
+
 def test_missing_run_file(run_cli: Runner, tmp_path: Path) -> None:
     code, out, err = run_cli("kernels", str(tmp_path / "none.json"))
     assert code == ExitCode.BAD_INPUT and out == "" and len(err.splitlines()) == 1
@@ -113,7 +127,7 @@ def test_hostile_names_stay_on_one_line(tmp_path: Path, run_cli: Runner) -> None
                                 n_cycles=2), path)
     code, out, _ = run_cli("kernels", str(path), "--names", "full")
     assert code == ExitCode.OK
-    assert len(out.splitlines()) == 1 + 2 * len(ODD_NAMES)
+    assert len(out.splitlines()) == 1 + len(ODD_NAMES)  # 1 measured cycle of 2
     code, out, _ = run_cli("kernels", str(path), "--by", "name", "--names", "full")
     assert all(line.count("|") - line.count("\\|") == 8 for line in out.splitlines())
 
@@ -135,5 +149,5 @@ def test_launch_order_as_markdown(run_cli: Runner, run_path: str) -> None:
     assert code == ExitCode.OK
     rows = out.splitlines()
     assert [c.strip() for c in rows[0].split("|")[1:3]] == ["#", "Kernel"]
-    assert len(rows) == 2 + 8
+    assert len(rows) == 2 + 6
     assert all(line.count("|") - line.count("\\|") == 7 for line in rows)
