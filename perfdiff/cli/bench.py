@@ -11,23 +11,15 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
-from perfdiff.analysis.bench_cases import (
-    BenchRules,
-    BenchRun,
-    Measure,
-    bench_run,
-    compare_cases,
-    select_measure,
-)
 from perfdiff.cli.app import app
 from perfdiff.errors import ExitCode, IncomparableRunsError
-from perfdiff.report.bench_table import bench_view, render_markdown, render_rich
-from perfdiff.schema.io import load_run_file
+
+if TYPE_CHECKING:
+    from perfdiff.analysis.bench_cases import BenchRun, Measure
 
 
 class MeasureOption(StrEnum):
@@ -83,6 +75,19 @@ def bench(
         "--force", help="Compare runs of different workloads or GPU models.")] = False,
 ) -> None:
     """Benchmark tables per case (rmsnorm, linalg), optionally flagged against a first run."""
+    # imported here, not at module level: scipy/pandas/numpy cost about a second, and every
+    # perfdiff command (even --help) imports every command module to register it
+    from rich.console import Console
+
+    from perfdiff.analysis.bench_cases import (
+        BenchRules,
+        bench_run,
+        compare_cases,
+        select_measure,
+    )
+    from perfdiff.report.bench_table import bench_view, render_markdown, render_rich
+    from perfdiff.schema.io import load_run_file
+
     if not 1 <= len(runs) <= 2:
         raise typer.BadParameter("give one or two run files", param_hint="RUNS")
     rules = BenchRules(alpha=alpha, noise_floor_pct=noise_floor_pct, min_delta_us=min_delta_us,

@@ -12,13 +12,15 @@ import shlex
 import signal
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from perfdiff.cli.app import app
 from perfdiff.errors import ExitCode, WorkloadError
-from perfdiff.schema.model import RunFile
+
+if TYPE_CHECKING:  # numpy behind it: imported by the collect code when it runs, not at start-up
+    from perfdiff.schema.model import RunFile
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:

@@ -13,19 +13,20 @@ import sys
 from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from perfdiff.analysis.model import CompareOptions, Comparison, SideSummary
-from perfdiff.analysis.sides import RUN_FILE_KIND, SideMeta, load_side
 from perfdiff.cli.app import app
 from perfdiff.errors import ExitCode, IncomparableRunsError, InputError
-from perfdiff.report.gate import regressions
-from perfdiff.report.json_report import render_json
-from perfdiff.report.markdown import render_markdown
-from perfdiff.report.terminal import render_terminal
+
+if TYPE_CHECKING:
+    from perfdiff.analysis.sides import SideMeta
+
+# The analysis (pandas, scipy) and the renderers are imported inside the functions that use
+# them: every perfdiff command, --help included, imports every command module to register it,
+# and those imports cost about a second.
 
 
 class OutputFormat(StrEnum):
@@ -35,6 +36,8 @@ class OutputFormat(StrEnum):
 
 def check_comparable(normal: SideMeta, abnormal: SideMeta, *, force: bool) -> list[str]:
     """Refuse different GPU models or workloads (one line), or return notes when forced."""
+    from perfdiff.analysis.sides import RUN_FILE_KIND
+
     problems = []
     if normal.gpu_models and abnormal.gpu_models and normal.gpu_models != abnormal.gpu_models:
         problems.append(
@@ -73,6 +76,7 @@ def build_comparison(normal_path: Path, abnormal_path: Path, options: CompareOpt
                      labels: tuple[str, str] = ("normal", "abnormal")) -> Comparison:
     """Load both inputs and compare them (the one function this command calls)."""
     from perfdiff.analysis.comparison import compare_tables
+    from perfdiff.analysis.sides import load_side
 
     normal = load_side(normal_path)
     abnormal = load_side(abnormal_path)
@@ -151,6 +155,13 @@ def compare(
         "--label-abnormal", help="Name of the ABNORMAL side in the report.")] = "abnormal",
 ) -> None:
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
+    from rich.console import Console
+
+    from perfdiff.report.gate import regressions
+    from perfdiff.report.json_report import render_json
+    from perfdiff.report.markdown import render_markdown
+    from perfdiff.report.terminal import render_terminal
+
     options = CompareOptions(alpha=alpha, practical_threshold_pct=threshold,
                              seed_compatible=seed_compatible, top=top, force=force)
     if plots is not None:

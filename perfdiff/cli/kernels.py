@@ -10,26 +10,19 @@ from __future__ import annotations
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from perfdiff.cli.app import app
-from perfdiff.report.format import fmt_int, fmt_num
-from perfdiff.report.kernel_table import (
-    LaunchRow,
-    NameRow,
-    launch_rows,
-    name_rows,
-    render_launch_markdown,
-    render_launch_table,
-    render_name_table,
-)
-from perfdiff.schema.io import load_run_file
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from perfdiff.report.kernel_table import LaunchRow, NameRow
+
+# The report, schema (numpy) and rich tables are imported inside the functions: every perfdiff
+# command, --help included, imports every command module to register it.
 
 
 class NamesOption(StrEnum):
@@ -44,6 +37,12 @@ class ByOption(StrEnum):
 
 
 def _rich_launches(rows: list[LaunchRow], console: Console) -> None:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    from perfdiff.report.format import fmt_int, fmt_num
+
     table = Table(box=box.SIMPLE_HEAD)
     for col, right in (("Kernel", False), ("Device", True), ("Latency (ns)", True),
                        ("Tensor", True), ("DRAM", True)):
@@ -55,6 +54,12 @@ def _rich_launches(rows: list[LaunchRow], console: Console) -> None:
 
 
 def _rich_names(rows: list[NameRow], console: Console) -> None:
+    from rich import box
+    from rich.markup import escape
+    from rich.table import Table
+
+    from perfdiff.report.format import fmt_int, fmt_num
+
     table = Table(box=box.SIMPLE_HEAD)
     for col in ("Kernel", "Launches", "Total (ms)", "Mean (us)", "Share (%)", "Tensor", "DRAM"):
         table.add_column(col, justify="left" if col == "Kernel" else "right", overflow="fold")
@@ -90,6 +95,17 @@ def kernels(
         "fixed-width text.")] = False,
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
+    from rich.console import Console
+
+    from perfdiff.report.kernel_table import (
+        launch_rows,
+        name_rows,
+        render_launch_markdown,
+        render_launch_table,
+        render_name_table,
+    )
+    from perfdiff.schema.io import load_run_file
+
     loaded = load_run_file(run_file)
     launches = launch_rows(loaded, run_index=run, cycle=cycle, names=names.value,
                            warmup=include_warmup)
