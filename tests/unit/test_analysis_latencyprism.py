@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.comparison import compare_tables
@@ -244,3 +246,66 @@ def test_seed_compatible_reproduces_latencyprism_reports_of_other_scenarios(
         assert round(ours.beta_normal, 2) == _seed_number(row[4])
         assert round(ours.delta_beta, 2) == _seed_number(row[6])
         assert round(ours.z_beta, 2) == _seed_number(row[7])
+
+
+ROW = "1,11,,2.0,gemm,m,GPU 7,gpu_compute,150,0,1,*,a,631190.0000,0,1,g"
+
+
+def test_a_csv_cut_off_mid_row_is_refused_in_one_line(tmp_path: Path) -> None:
+    """pandas filled the cut row with NaN and kept it: "631190.0" became 6311, silently."""
+    folder = _write(tmp_path / "x_perf_data", [ROW, ROW.replace("1,11,", "2,11,", 1)])
+    full = (folder / PERF_FILE).read_bytes()
+    cut = full[: full.rindex(b"631190") + 4]  # inside anchor_dur_us of the last row
+    (folder / PERF_FILE).write_bytes(cut)
+    with pytest.raises(InputError) as caught:
+        load_latencyprism(folder)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert str(folder / PERF_FILE) in message
+    assert "last line (3)" in message and "cut off" in message and "again" in message
+
+
+@settings(max_examples=60, deadline=None)
+@given(cut=st.integers(min_value=1, max_value=ROW.rindex(",")))
+def test_every_cut_before_the_last_field_is_refused(tmp_path_factory: pytest.TempPathFactory,
+                                                    cut: int) -> None:
+    folder = tmp_path_factory.mktemp("cut")
+    (folder / PERF_FILE).write_text(HEADER + ROW + "\n" + ROW[:cut])
+    with pytest.raises(InputError, match="cut off"):
+        load_latencyprism(folder)
+
+
+def test_a_short_row_inside_the_file_is_refused(tmp_path: Path) -> None:
+    short = ROW.rsplit(",", 3)[0]  # three fields missing, line end present
+    folder = _write(tmp_path / "x_perf_data", [ROW, short, ROW])
+    with pytest.raises(InputError, match=r"line 3 has 14 fields but the header has 17"):
+        load_latencyprism(folder)
+
+
+def test_a_complete_file_without_a_final_line_end_loads(tmp_path: Path) -> None:
+    folder = tmp_path / "x_perf_data"
+    folder.mkdir()
+    (folder / PERF_FILE).write_text(HEADER + ROW + "\n\n" + ROW)
+    assert len(load_latencyprism(folder)) == 2
+
+
+def test_an_unclosed_quote_at_the_end_is_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "x_perf_data"
+    folder.mkdir()
+    (folder / PERF_FILE).write_text(HEADER + ROW + "\n" + ROW.replace(",gemm,", ',"gemm<a, b'))
+    with pytest.raises(InputError, match="cut off"):
+        load_latencyprism(folder)
+
+
+@needs_lp
+def test_a_truncated_copy_of_real_data_is_refused(tmp_path: Path) -> None:
+    source = LP / "gpu_instability" / "normal_perf_data" / PERF_FILE
+    data = source.read_bytes()
+    folder = tmp_path / "normal_perf_data"
+    folder.mkdir()
+    (folder / PERF_FILE).write_bytes(data[: len(data) // 2])
+    with pytest.raises(InputError, match="cut off") as caught:
+        load_side(folder)
+    assert "\n" not in str(caught.value)
+    (folder / PERF_FILE).write_bytes(data)
+    assert len(load_side(folder).table) > 0
