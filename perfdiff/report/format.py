@@ -168,6 +168,7 @@ def md_code(text: str) -> str:
 # ----------------------------------------------------------------------------- names
 
 TABLE_NAME_WIDTH = 72
+PROSE_NAME_WIDTH = 120  # names in sentences and messages (JSON: full names)
 
 
 def shorten_middle(text: str, width: int = TABLE_NAME_WIDTH) -> str:

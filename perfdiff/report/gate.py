@@ -7,6 +7,8 @@ practical threshold, so a function's slowdown and the cycle's slowdown compare d
 A function that *appeared* counts with its whole time per cycle. When the two sides' cycles
 were cut differently, times per cycle do not compare: functions count by their change of share
 of cycle time (Δβ, percentage points) and neither the cycle time nor appeared functions count.
+Names are the report's compacted display names: a CI log line should not hold a 500-character
+C++ signature the report itself never shows (``--format json`` has them in full).
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from __future__ import annotations
 import math
 
 from perfdiff.analysis.model import Comparison
-from perfdiff.report.format import fmt_pct, fmt_pp
+from perfdiff.report.format import PROSE_NAME_WIDTH, display_name, fmt_pct, fmt_pp
+
+
+def _name(function: str) -> str:
+    return display_name(function, PROSE_NAME_WIDTH)
 
 
 def _share_of_cycle(ms: float, comparison: Comparison) -> float:
@@ -37,18 +43,18 @@ def regressions(comparison: Comparison, threshold_pct: float) -> list[str]:
         seen.add(key)
         if not change.comparable:
             if row.delta_beta > threshold_pct:
-                found.append(f"{row.function} on {row.device} share of cycle time "
+                found.append(f"{_name(row.function)} on {row.device} share of cycle time "
                              f"{fmt_pp(row.delta_beta)} (threshold {fmt_pct(threshold_pct)})")
             continue
         share = _share_of_cycle(row.time_delta_ms, comparison)
         if share > threshold_pct:
-            found.append(f"{row.function} on {row.device} {fmt_pct(share, signed=True)} of "
+            found.append(f"{_name(row.function)} on {row.device} {fmt_pct(share, signed=True)} of "
                          f"cycle time (threshold {fmt_pct(threshold_pct)})")
     if not change.comparable:
         return found
     for inv in comparison.inventory:
         share = _share_of_cycle(inv.time_ms_per_cycle, comparison)
         if inv.change == "appeared" and share > threshold_pct:
-            found.append(f"{inv.function} on {inv.device} appeared, "
+            found.append(f"{_name(inv.function)} on {inv.device} appeared, "
                          f"{fmt_pct(share)} of cycle time (threshold {fmt_pct(threshold_pct)})")
     return found

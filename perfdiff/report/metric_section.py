@@ -12,6 +12,7 @@ import math
 from perfdiff.analysis.model import Comparison, Finding, MetricRow
 from perfdiff.report.format import (
     NA,
+    PROSE_NAME_WIDTH,
     display_name,
     fmt_int,
     fmt_interval,
@@ -35,8 +36,6 @@ from perfdiff.report.markdown_text import (
     q_text,
 )
 from perfdiff.report.table import pipe_table
-
-PROSE_NAME_WIDTH = 120  # names in sentences: compacted C++ signatures (JSON: full names)
 
 
 def metric_section(comparison: Comparison, max_rows: int | None) -> str:

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from perfdiff.analysis.model import CompareOptions, CycleTimeChange
 from perfdiff.report import render_json, render_markdown, render_terminal
+from perfdiff.report.format import PROSE_NAME_WIDTH, display_name, md_cell
 from perfdiff.report.gate import regressions
 from perfdiff.report.json_report import JSON_FORMAT_VERSION
 from tests.report_factories import comparison, finding, row, side
@@ -247,3 +248,46 @@ def test_unlabelled_cycle_markers_name_the_workload_not_an_empty_code_span() -> 
     for header in headers:
         assert "cycles cut at each iteration of `gpt-infer`" in header
         assert not re.search(r"`\s*`", header)
+
+
+MASKED_FILL = (
+    "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<"
+    "at::native::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::"
+    "operator()() const::{lambda()#7}::operator()() const::{lambda(c10::Half, bool)#1}>("
+    "at::TensorIteratorBase&, at::native::masked_fill_kernel(at::TensorIterator&, c10::Scalar "
+    "const&)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda("
+    "c10::Half, bool)#1} const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<"
+    "at::native::masked_fill_kernel(at::TensorIterator&, c10::Scalar const&)::{lambda()#1}::"
+    "operator()() const::{lambda()#7}::operator()() const::{lambda(c10::Half, bool)#1}>("
+    "at::TensorIteratorBase&)::{lambda(int)#1})"
+)
+LAYER_NORM = ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, "
+              "float, false>(int, float, c10::Half const*, c10::Half const*, c10::Half const*, "
+              "float*, float*, c10::Half*)")
+
+
+def test_prose_names_are_the_tables_compacted_names_and_json_keeps_them_full() -> None:
+    """Overview, Key Findings, the 'largest other changes' and the CI gate line name a long
+    C++ kernel as the tables do (compacted), never by its full signature."""
+    c = comparison(
+        rows=(row(MASKED_FILL), row(LAYER_NORM, verdict="no change", q_value=0.4,
+                                    time_delta_ms=0.3)),
+        findings=(finding(MASKED_FILL),), inventory=(),
+    )
+    text = render_markdown(c)
+    prose = display_name(MASKED_FILL, PROSE_NAME_WIDTH)
+    table = display_name(MASKED_FILL)
+    assert "at::native" not in text and "{lambda" not in text
+    overview = text.split("### Overview", 1)[1].split("### Key Findings", 1)[0]
+    findings = text.split("### Key Findings", 1)[1].split("### Detailed", 1)[0]
+    assert f"`{prose}`" in overview
+    assert f"`{prose}`" in findings
+    assert f"`{display_name(LAYER_NORM, PROSE_NAME_WIDTH)}`" in findings  # largest other change
+    assert md_cell(table) in "\n".join(table_rows(text, "### Detailed comparison table"))
+    assert prose.startswith(table.removesuffix("…"))  # the table's cell is the prose name, cut
+    gate = regressions(c, 1.0)
+    assert any(line.startswith(f"{prose} on GPU 0") for line in gate), gate
+    assert not any("at::native" in line for line in gate)
+    doc = json.loads(render_json(c))
+    assert doc["comparison"]["findings"][0]["function"] == MASKED_FILL
+    assert {r["function"] for r in doc["comparison"]["rows"]} == {MASKED_FILL, LAYER_NORM}
