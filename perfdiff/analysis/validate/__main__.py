@@ -7,6 +7,7 @@ statistics, not a user workflow; it needs no CLI framework and runs where compar
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import sys
@@ -14,7 +15,15 @@ import time
 from pathlib import Path
 
 from perfdiff.analysis.model import CompareOptions
-from perfdiff.analysis.validate.harness import DESIGNS, LAG1S, OFFSETS_PCT, grid, run_grid
+from perfdiff.analysis.validate.harness import (
+    DESIGNS,
+    FIVE_RUNS,
+    LAG1S,
+    OFFSETS_PCT,
+    ONE_RUN,
+    grid,
+    run_grid,
+)
 from perfdiff.analysis.validate.markdown import aa_table, criteria_table, injection_table, score
 from perfdiff.analysis.validate.realaa import (
     compare_splits,
@@ -38,8 +47,19 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--quick", action="store_true", help="lag-1 0 and 0.9, offset 0 and 2 %%")
+    parser.add_argument("--lag1s", type=float, nargs="+", default=None, help="lag-1 levels")
+    parser.add_argument("--offsets", type=float, nargs="+", default=None, help="run offsets, %%")
     parser.add_argument("--real-aa", type=Path, default=None, help="folder of A/A run files")
     parser.add_argument("--no-sim", action="store_true", help="skip the simulations")
+    parser.add_argument(
+        "--run-cv-pct",
+        type=float,
+        default=None,
+        help="CompareOptions.run_cv_pct to measure (default: the statistics' own default)",
+    )
+    parser.add_argument(
+        "--design", choices=("both", "one-run", "five-runs"), default="both", help="which designs"
+    )
     parser.add_argument("-o", "--output", type=Path, default=None, help="write markdown here")
     return parser
 
@@ -52,6 +72,8 @@ def _progress(done: int, total: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     options = CompareOptions()
+    if args.run_cv_pct is not None:
+        options = dataclasses.replace(options, run_cv_pct=args.run_cv_pct)
     started = time.perf_counter()
     parts = [
         "# perfdiff statistics validation",
@@ -59,12 +81,14 @@ def main(argv: list[str] | None = None) -> int:
         f"Command: `python -m perfdiff.analysis.validate {' '.join(argv or sys.argv[1:])}`; "
         f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, "
         f"{args.workers} workers; alpha = {options.alpha}, practical threshold "
-        f"{options.practical_threshold_pct} % of cycle time, seed {args.seed}.",
+        f"{options.practical_threshold_pct} % of cycle time, run_cv_pct {options.run_cv_pct} %, "
+        f"seed {args.seed}.",
     ]
     if not args.no_sim:
-        lag1s = (0.0, 0.9) if args.quick else LAG1S
-        offsets = (0.0, 2.0) if args.quick else OFFSETS_PCT
-        cells = grid(DESIGNS, lag1s, offsets)
+        lag1s = args.lag1s or ((0.0, 0.9) if args.quick else LAG1S)
+        offsets = args.offsets or ((0.0, 2.0) if args.quick else OFFSETS_PCT)
+        designs = {"both": DESIGNS, "one-run": (ONE_RUN,), "five-runs": (FIVE_RUNS,)}[args.design]
+        cells = grid(designs, lag1s, offsets)
         results = run_grid(
             cells,
             args.trials,
