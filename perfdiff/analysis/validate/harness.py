@@ -80,7 +80,7 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return f"{self.design.label}, lag-1 {self.lag1:.1f}, offset {self.offset_pct:.0f} %"
+        return f"{self.design.label}, lag-1 {self.lag1:g}, offset {self.offset_pct:g} %"
 
 
 def grid(
