@@ -5,7 +5,9 @@ the printed MDE is about 71 % instead of 80 %, because the run-to-run SE floor g
 slowdown while the MDE is computed without that growth. This reproduces the numbers quoted
 there by monkeypatching ``perfdiff.analysis.comparison`` in this process only:
 
-* ``current``: the statistics unchanged;
+* ``current``: the statistics as they are (since the fix, the MDE is solved: same as
+  ``solved-mde``);
+* ``pre-fix``: the MDE as printed before the fix (from today's SE, without its growth);
 * ``baseline-floor``: the floor taken from the normal side's mean only (SE no longer grows);
 * ``solved-mde``: the MDE solved against the SE it will itself have (the proposed fix).
 
@@ -22,6 +24,7 @@ import numpy as np
 from scipy import stats as sps
 
 import perfdiff.analysis.comparison as comparison
+from perfdiff.analysis import stats
 from perfdiff.analysis.model import CompareOptions
 from perfdiff.analysis.validate.criteria import mde_power
 from perfdiff.analysis.validate.harness import FIVE_RUNS, ONE_RUN, Cell
@@ -29,7 +32,7 @@ from perfdiff.analysis.validate.simulate import expected_kernel_ms
 from perfdiff.analysis.validate.trials import run_mde_trial, target_name
 
 ORIGINAL_WELCH = comparison.welch
-ORIGINAL_MDE = comparison.minimum_detectable
+ORIGINAL_MDE = stats.minimum_detectable  # the pre-fix MDE (comparison now solves it)
 _seen: dict[int, tuple[Any, float]] = {}
 
 
@@ -58,14 +61,21 @@ def _solved_mde(se: Any, df: Any, alpha: float, power: float = 0.8) -> Any:
     return np.where(a > 0, (k**2 * f**2 * m + root) / a, np.inf)
 
 
+def _pre_fix_mde(se: Any, df: Any, alpha: float, *, threshold: Any = 0.0, **_: Any) -> Any:
+    return np.fmax(ORIGINAL_MDE(se, df, alpha), threshold + sps.t.ppf(0.8, df) * se)
+
+
 def main(variant: str, trials: int, design: str, offset_pct: float) -> None:
     if variant == "baseline-floor":
         comparison.welch = _welch_baseline_floor  # type: ignore[assignment]
+    elif variant == "pre-fix":
+        # the MDE as it was before comparison.py solved it (stats.minimum_detectable_floored)
+        comparison.minimum_detectable_floored = _pre_fix_mde  # type: ignore[assignment]
     elif variant == "solved-mde":
-        comparison.welch = _welch_remembering  # type: ignore[assignment]
-        comparison.minimum_detectable = _solved_mde
+        pass  # now the production code path: comparison.py uses minimum_detectable_floored
     elif variant != "current":
-        raise SystemExit(f"unknown variant {variant!r}: current, baseline-floor or solved-mde")
+        known = "current, pre-fix, baseline-floor or solved-mde"
+        raise SystemExit(f"unknown variant {variant!r}: {known}")
     cell = Cell(ONE_RUN if design == "one" else FIVE_RUNS, 0.3, offset_pct)
     scenario = cell.scenario
     expected = expected_kernel_ms(scenario, runs=max(1000, 200_000 // scenario.n_cycles))

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.collectives import collective_note
@@ -44,7 +43,7 @@ from perfdiff.analysis.stats import (
     bh_qvalues,
     bootstrap_delta_ci,
     mann_whitney_p,
-    minimum_detectable,
+    minimum_detectable_floored,
     welch,
 )
 from perfdiff.analysis.summary import (
@@ -297,9 +296,20 @@ def _function_stats(
     )
     m_tests = max(1, len(common))
     # 80 % power for a change that must also *exceed* the practical threshold
-    mde = np.fmax(
-        minimum_detectable(primary.se, primary.df, opts.alpha / m_tests),
-        threshold + sps.t.ppf(0.8, primary.df) * primary.se,
+    # ... against the SE the test will have at that change (the run-to-run floor grows with it)
+    primary_abs_floor = (
+        np.where(is_idle, cycle_floor * np.nan_to_num(cycle_ms), ABS_SE_FLOOR)
+        if comparable
+        else np.where(is_idle, cycle_floor * 100.0, ABS_SE_FLOOR)
+    )
+    mde = minimum_detectable_floored(
+        primary.se,
+        primary.df,
+        opts.alpha / m_tests,
+        mean_normal=primary.mean_normal,
+        rel_floor=rel_floor,
+        abs_floor=primary_abs_floor,
+        threshold=threshold,
     )
     types = {**group_types(units[1].func_type, group), **group_types(units[0].func_type, group)}
     out = []

@@ -71,12 +71,6 @@ def test_power_rank_coverage_fdr_and_cost_shift_with_five_runs() -> None:
     assert cycle_changes(shifts).hits == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known miss (docs/explanation/validation.md, 'Does not hold' 2): the run-to-run SE "
-    "floor grows with the slowdown but the printed MDE is computed from the SE without it",
-)
 def test_one_run_per_side_power_at_the_printed_mde_reaches_80_percent() -> None:
     scenario = _cell(1, 0.3, 2.0).scenario
     expected = expected_kernel_ms(scenario, runs=1000)
