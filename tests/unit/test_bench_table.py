@@ -4,14 +4,11 @@ column; linalg with CPU time and before/after GPU times) and the command end to 
 from __future__ import annotations
 
 import re
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from perfdiff.analysis.bench_cases import BenchRules, bench_run, compare_cases
-from perfdiff.cli.app import main
 from perfdiff.errors import ExitCode
 from perfdiff.report.bench_table import bench_view, render_markdown
 from perfdiff.schema import save_run_file
@@ -22,24 +19,10 @@ from tests.bench_factories import (
     make_bench_file,
     rmsnorm_cases,
 )
+from tests.conftest import Runner
 
 PLANTED = "impl=cuda dtype=float32 direction=forward shape=4x2048x4096"
 LINALG_PLANTED = "op=eigh device=cuda batch=[2] n=64 dtype=float32"
-Runner = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Runner:
-    def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["perfdiff", *args])
-        with pytest.raises(SystemExit) as exited:
-            main()
-        captured = capsys.readouterr()
-        code = exited.value.code
-        return (code if isinstance(code, int) else 0 if code is None else 1,
-                captured.out, captured.err)
-
-    return run
 
 
 def _save(tmp_path: Path, name: str, spec: BenchFileSpec) -> str:

@@ -11,39 +11,22 @@ import gzip
 import json
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from perfdiff.cli.app import main
 from perfdiff.errors import ExitCode
 from perfdiff.report.json_report import JSON_FORMAT, JSON_FORMAT_VERSION
 from perfdiff.schema import run_file_to_dict, save_run_file
 from perfdiff.schema.model import RunFile
+from tests.conftest import Runner
 from tests.factories import ODD_NAMES, KernelSpec, make_run_file
-
-Runner = Callable[..., tuple[int, str, str]]
 
 SLOW_KERNELS = (
     KernelSpec("gemm_kernel", 1.6, {"tensor_pct": 50.0, "dram_pct": 30.0}),
     KernelSpec("softmax_kernel", 0.3, {"tensor_pct": 0.0, "dram_pct": 70.0}),
     KernelSpec("layernorm_kernel", 0.2, {"tensor_pct": 0.0, "dram_pct": 60.0}, launches=2),
 )
-
-
-@pytest.fixture
-def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Runner:
-    def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["perfdiff", *args])
-        with pytest.raises(SystemExit) as exited:
-            main()
-        captured = capsys.readouterr()
-        code = exited.value.code
-        return (code if isinstance(code, int) else 0 if code is None else 1,
-                captured.out, captured.err)
-
-    return run
 
 
 def save(run_file: RunFile, path: Path) -> str:

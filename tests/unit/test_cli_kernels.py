@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from perfdiff.cli.app import main
 from perfdiff.errors import ExitCode
 from perfdiff.report.kernel_table import launch_rows, name_rows, render_launch_table
 from perfdiff.schema import save_run_file
+from tests.conftest import Runner
 from tests.factories import ODD_NAMES, KernelSpec, make_run_file
 
 SEED_TABLE = Path("/work/shared/seeds/kernel-table-inference-fp16.txt")
@@ -26,21 +25,6 @@ KERNELS = (
                1.0, {"tensor_pct": 80.0, "dram_pct": 20.0}),
 )
 
-Runner = Callable[..., tuple[int, str, str]]
-
-
-@pytest.fixture
-def run_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Runner:
-    def run(*args: str) -> tuple[int, str, str]:
-        monkeypatch.setattr(sys, "argv", ["perfdiff", *args])
-        with pytest.raises(SystemExit) as exited:
-            main()
-        captured = capsys.readouterr()
-        code = exited.value.code
-        return (code if isinstance(code, int) else 0 if code is None else 1,
-                captured.out, captured.err)
-
-    return run
 
 
 @pytest.fixture(scope="module")
