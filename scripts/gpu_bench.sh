@@ -27,12 +27,7 @@ say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
 c() { run perfdiff collect "$@" -q --no-pm; }
 
-step_install() {
-  run $PY -m pip install -q --no-deps --disable-pip-version-check \
-    .whl/cupti_python-*cp312*.whl .whl/nvidia_cuda_cupti-*.whl .whl/pyelftools-*.whl \
-    .whl/cuda_pathfinder-*.whl .whl/nvtx-*cp312*.whl
-  run $PY -m pip install -q --no-deps --no-build-isolation --disable-pip-version-check -e .
-}
+step_install() { OUT="$OUT" PYTHON="$PY" bash scripts/gpu_check.sh install; }  # one wheel list
 
 step_env() {
   run nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
