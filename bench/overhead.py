@@ -6,7 +6,8 @@ hits every mode alike. Every child times each cycle the same way, with
 ``time.perf_counter_ns`` around the cycle on the host (a gpt-infer cycle ends with the
 next-token ids copied to the host, so it waits for its GPU work). Overhead of a mode is
 median(cycle time) / median(bare cycle time) - 1 over all measured cycles of all rounds;
-the per-round ratios are reported too.
+the per-round ratios, and their median, are reported too. The order of the modes rotates
+from round to round, so no mode always runs first or last.
 
 - bare: the workload alone.
 - perfdiff: ``run_collection`` with CUPTI activity (kernels, memcpy, memset, launch API
@@ -14,7 +15,8 @@ the per-round ratios are reported too.
   ``perfdiff collect`` runs.
 - torch.profiler: ``profile(activities=[CPU, CUDA])``, default options.
 - perfdiff-trace, perfdiff-trace-nvml, perfdiff-trace-pm: perfdiff with only some sources,
-  to see where the overhead comes from (``--modes`` picks the modes).
+  to see where the overhead comes from (``--modes`` picks the modes); perfdiff-noapi: all
+  sources but no launch API records (cycles then assigned by GPU start time).
 
 Usage: python bench/overhead.py [--rounds 5] [--cycles 40] [--modes a,b,...] [--json OUT.json]
        python bench/overhead.py --child MODE --cycles N   (one child, prints JSON)
@@ -88,6 +90,7 @@ def child(mode: str, cycles: int) -> None:
             "perfdiff-trace": CollectSettings(pm_sampling=False, nvml=False),
             "perfdiff-trace-nvml": CollectSettings(pm_sampling=False),
             "perfdiff-trace-pm": CollectSettings(nvml=False),
+            "perfdiff-noapi": CollectSettings(trace_api=False),
         }[mode]
         opened = open_sources(settings)
         outcome = run_collection(workload, plan, opened.sources, opened.environment, settings)
@@ -127,7 +130,9 @@ def main() -> None:
     extra: dict[str, Any] = {}
     for r in range(args.rounds):
         medians = {}
-        for mode in modes:
+        # rotate the order each round: a mode that always ran first (cold GPU, fresh page
+        # cache) or last (warm GPU) would carry that position's bias into its overhead
+        for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
             out = subprocess.run([sys.executable, __file__, "--child", mode, "--cycles",
                                   str(args.cycles)], check=True, capture_output=True, text=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -146,6 +151,10 @@ def main() -> None:
                          for m, v in cycles.items() if m != "bare"},
         "per_round_overhead_pct": {
             m: [round(100 * (rd[m] / rd["bare"] - 1), 2) for rd in rounds]
+            for m in modes if m != "bare"
+        },
+        "median_of_round_overheads_pct": {
+            m: round(float(np.median([100 * (rd[m] / rd["bare"] - 1) for rd in rounds])), 2)
             for m in modes if m != "bare"
         },
         "per_round_median_ms": rounds,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -20,7 +21,21 @@ from perfdiff.cli.app import app
 from perfdiff.errors import ExitCode, WorkloadError
 
 if TYPE_CHECKING:  # numpy behind it: imported by the collect code when it runs, not at start-up
+    from perfdiff.collect.contend import ContendMode
     from perfdiff.schema.model import RunFile
+
+
+def _contend_mode(text: str) -> ContendMode:
+    """``--contend-mode`` checked (a usage error, not a traceback, for a typo)."""
+    from perfdiff.collect.contend import CONTEND_MODES
+    from perfdiff.collect.workloads.base import WorkloadParamError
+
+    for mode in CONTEND_MODES:
+        if text == mode:
+            return mode
+    raise WorkloadParamError(
+        f"--contend-mode must be one of {', '.join(CONTEND_MODES)}, got {text!r}"
+    )
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:
@@ -116,6 +131,11 @@ _OnlyOpt = typer.Option("--only-metrics", help="--metric replaces the defaults, 
 _ContendOpt = typer.Option(
     help="Share of time (0-1) a second process keeps the GPU busy with matrix products."
 )
+_ContendModeOpt = typer.Option(
+    help="process: a second process, time-sliced with ours; stream: a thread of this process "
+    "on its own CUDA stream, running concurrently with the workload's kernels."
+)
+_ContendPeriodOpt = typer.Option(help="Duty-cycle period of the --contend neighbour (ms).")
 _ListOpt = typer.Option("--list", help="List built-in workloads and their parameters.")
 # User programs (perfdiff collect [options] -- CMD ARGS...; see cli/collect_program.py)
 _RangeOpt = typer.Option(help="User program: NVTX range name that marks one cycle.")
@@ -143,6 +163,8 @@ def collect(
     no_memory: Annotated[bool, typer.Option("--no-memory", help="Do not trace memcpy/memset.")]
     = False,
     contend: Annotated[float, _ContendOpt] = 0.0,
+    contend_mode: Annotated[str, _ContendModeOpt] = "process",
+    contend_period_ms: Annotated[float, _ContendPeriodOpt] = 50.0,
     device: Annotated[int, typer.Option(help="CUDA device index.")] = 0,
     list_workloads: Annotated[bool, _ListOpt] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
@@ -165,6 +187,9 @@ def collect(
     if _is_program(workload, ctx.args):
         from perfdiff.cli.collect_program import collect_program
 
+        if contend_mode != "process":
+            raise WorkloadParamError("--contend-mode stream needs a built-in workload (the "
+                                     "neighbour is a thread of perfdiff's own process)")
         extra = list(metric or [])
         collect_program(
             [workload, *ctx.args], output=output, runs=runs, cycle_range=cycle_range,
@@ -188,6 +213,9 @@ def collect(
     plan = CyclePlan(measured=cycles, warmup=warmup)
     if not 0.0 <= contend <= 1.0:
         raise WorkloadParamError(f"--contend must be between 0 and 1, got {contend}")
+    _contend_mode(contend_mode)
+    if not contend_period_ms > 0:
+        raise WorkloadParamError(f"--contend-period-ms must be positive, got {contend_period_ms}")
     if sample_interval_ns <= 0:
         raise WorkloadParamError(f"--sample-interval-ns must be positive, got {sample_interval_ns}")
     extra = list(metric or [])
@@ -201,10 +229,18 @@ def collect(
     for warning in opened.sources.warnings:
         typer.echo(f"perfdiff: warning: {warning}", err=True)
     argv = "perfdiff collect " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-    extra_params = {"contend": contend, "collect_command": argv}
-    with Contender(contend, device), _Progress(plan.measured + plan.warmup, quiet) as progress:
+    extra_params: dict[str, object] = {"contend": contend, "collect_command": argv}
+    if contend > 0:
+        extra_params |= {"contend_mode": contend_mode, "contend_period_ms": contend_period_ms}
+    with (Contender(contend, device, mode=_contend_mode(contend_mode),
+                    period_ms=contend_period_ms) as neighbour,
+          _Progress(plan.measured + plan.warmup, quiet) as progress):
+        if neighbour.mode == "stream" and contend > 0 and not neighbour.excluded_streams:
+            typer.echo("perfdiff: warning: the --contend neighbour's CUDA stream has no CUPTI "
+                       "id; its kernels stay in the run file", err=True)
         outcome = run_collection(
-            cls(params), plan, opened.sources, opened.environment, settings,
+            cls(params), plan, opened.sources, opened.environment,
+            replace(settings, exclude_streams=neighbour.excluded_streams),
             device=opened.device, extra_params=extra_params, progress=progress,
         )
     # A second Ctrl-C must not leave a half-written file: ignore it while saving.

@@ -1,43 +1,78 @@
-"""``--contend FRACTION``: a second process keeps the same GPU busy with matrix products.
+"""``--contend FRACTION``: a noisy neighbour keeps the same GPU busy with matrix products.
 
-Why a separate process and a duty cycle: that is what a noisy neighbour on a shared GPU
-looks like (another job's kernels time-sliced or running concurrently with ours), and it
-changes no card setting. The child runs bf16 matrix products for ``FRACTION`` of every
-50 ms period and sleeps for the rest; it is started before the workload's setup, waits until
-its first products ran, and is stopped (terminate, then kill) when collection ends.
+Why a duty cycle of matrix products: that is what a co-located job looks like, and it
+changes no card setting. The neighbour runs bf16 matrix products for ``FRACTION`` of every
+period (``--contend-period-ms``, default 50 ms) and sleeps for the rest. Two kinds:
 
-Run as ``python -m perfdiff.collect.contend FRACTION DEVICE``.
+- ``process`` (default): a second process. Without MPS the GPU time-slices between the two
+  processes' contexts: our kernels do not run *beside* the neighbour's, they are paused for
+  its time slice (~1 ms). Measured on the H200: the pause lands mostly on the kernels that
+  follow a GEMM, not on the GEMMs, so this models a time-shared GPU.
+- ``stream``: a thread of the collecting process launches the products on its own CUDA
+  stream, so they run *concurrently* with the workload's kernels and compete for SMs,
+  tensor cores and DRAM: what MPS co-location, or a second model served by the same process,
+  looks like. CUPTI sees the neighbour's kernels too (same process); the collector leaves
+  them out of the run file (by CUPTI stream id) and says so in the run file's warnings,
+  because a neighbour in another process would not be in our trace either.
+
+The neighbour starts before the workload's setup, waits until its first products ran, and is
+stopped when collection ends. Run the process kind as
+``python -m perfdiff.collect.contend FRACTION DEVICE [PERIOD_MS]``.
 """
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+import threading
 import time
 from types import TracebackType
+from typing import Any, Literal
 
 from perfdiff.errors import CollectorUnavailableError
 
-PERIOD_S = 0.05
+PERIOD_MS = 50.0
 MATRIX_SIZE = 4096
 READY_TIMEOUT_S = 60.0
+ContendMode = Literal["process", "stream"]
+CONTEND_MODES: tuple[ContendMode, ...] = ("process", "stream")
 
 
 class Contender:
-    """Context manager owning the contending child process (no-op when fraction is 0)."""
+    """Context manager owning the neighbour (no-op when fraction is 0).
 
-    def __init__(self, fraction: float, device_index: int) -> None:
+    ``excluded_streams`` holds the CUPTI stream ids whose kernels are the neighbour's (stream
+    kind only), for the collector to leave out of the run file.
+    """
+
+    def __init__(self, fraction: float, device_index: int, *, mode: ContendMode = "process",
+                 period_ms: float = PERIOD_MS) -> None:
         if not 0.0 <= fraction <= 1.0:
             raise ValueError(f"--contend must be between 0 and 1, got {fraction}")
+        if mode not in CONTEND_MODES:
+            raise ValueError(f"--contend-mode must be one of {', '.join(CONTEND_MODES)}, "
+                             f"got {mode!r}")
+        if not period_ms > 0.0:
+            raise ValueError(f"--contend-period-ms must be positive, got {period_ms}")
         self.fraction = fraction
         self.device_index = device_index
+        self.mode = mode
+        self.period_ms = period_ms
+        self.excluded_streams: tuple[int, ...] = ()
         self._proc: subprocess.Popen[bytes] | None = None
+        self._thread: _StreamNeighbour | None = None
 
     def __enter__(self) -> Contender:
         if self.fraction <= 0.0:
             return self
+        if self.mode == "stream":
+            self._thread = _StreamNeighbour(self.fraction, self.device_index,
+                                            self.period_ms / 1e3)
+            self.excluded_streams = self._thread.begin()
+            return self
         argv = [sys.executable, "-m", "perfdiff.collect.contend", repr(self.fraction),
-                str(self.device_index)]
+                str(self.device_index), repr(self.period_ms)]
         self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
         assert self._proc.stdout is not None
         line = self._proc.stdout.readline()  # "ready" after the first products ran
@@ -58,6 +93,9 @@ class Contender:
         self._stop()
 
     def _stop(self) -> None:
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.end()
         proc, self._proc = self._proc, None
         if proc is None:
             return
@@ -69,26 +107,100 @@ class Contender:
             proc.wait(timeout=10)
 
 
-def _contend(fraction: float, device_index: int) -> None:  # pragma: no cover - GPU only
+class _StreamNeighbour:  # pragma: no cover - GPU only
+    """The ``stream`` kind: a daemon thread running the duty cycle on its own CUDA stream."""
+
+    def __init__(self, fraction: float, device_index: int, period_s: float) -> None:
+        self._fraction = fraction
+        self._device_index = device_index
+        self._period_s = period_s
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._failure: str | None = None
+        self._stream_ids: tuple[int, ...] = ()
+        self._thread = threading.Thread(target=self._main, name="perfdiff-contend", daemon=True)
+
+    def begin(self) -> tuple[int, ...]:
+        self._thread.start()
+        if not self._ready.wait(READY_TIMEOUT_S) or self._failure is not None:
+            self.end()
+            raise CollectorUnavailableError(
+                f"the --contend-mode stream neighbour failed to start "
+                f"({self._failure or 'timed out'}); run without --contend"
+            )
+        return self._stream_ids
+
+    def end(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _main(self) -> None:
+        try:
+            torch: Any = importlib.import_module("torch")  # typed Any: GPU-only code path
+            device = torch.device("cuda", self._device_index)
+            stream = torch.cuda.Stream(device=device)
+            with torch.cuda.stream(stream):
+                a, b = _operands(torch, device)
+                c = a @ b
+            stream.synchronize()
+            self._stream_ids = _cupti_stream_ids(int(stream.cuda_stream))
+        except Exception as exc:
+            self._failure = f"{type(exc).__name__}: {exc}"
+            self._ready.set()
+            return
+        self._ready.set()
+        busy_s = self._period_s * self._fraction
+        with torch.cuda.stream(stream):
+            while not self._stop.is_set():
+                period_start = time.perf_counter()
+                while time.perf_counter() - period_start < busy_s and not self._stop.is_set():
+                    for _ in range(4):
+                        torch.matmul(a, b, out=c)
+                    stream.synchronize()  # releases the GIL while the GPU works
+                rest = self._period_s - (time.perf_counter() - period_start)
+                if rest > 0:
+                    self._stop.wait(rest)
+        stream.synchronize()
+
+
+def _operands(torch: Any, device: Any) -> tuple[Any, Any]:  # pragma: no cover - GPU only
+    a = torch.randn(MATRIX_SIZE, MATRIX_SIZE, device=device, dtype=torch.bfloat16)
+    b = torch.randn(MATRIX_SIZE, MATRIX_SIZE, device=device, dtype=torch.bfloat16)
+    return a, b
+
+
+def _cupti_stream_ids(handle: int) -> tuple[int, ...]:  # pragma: no cover - GPU only
+    """CUPTI's id of the neighbour's stream, as kernel records carry it ((), if unknown)."""
+    try:
+        from cupti import cupti
+    except ImportError:
+        return ()
+    try:
+        return (int(cupti.get_stream_id_ex(0, handle, 0)),)
+    except Exception:
+        return ()
+
+
+def _contend(fraction: float, device_index: int, period_s: float) -> None:  # pragma: no cover
     import torch
 
     device = torch.device("cuda", device_index)
-    a = torch.randn(MATRIX_SIZE, MATRIX_SIZE, device=device, dtype=torch.bfloat16)
-    b = torch.randn(MATRIX_SIZE, MATRIX_SIZE, device=device, dtype=torch.bfloat16)
+    a, b = _operands(torch, device)
     torch.cuda.synchronize()
     (a @ b).sum().item()
     print("ready", flush=True)
-    busy_s = PERIOD_S * fraction
+    busy_s = period_s * fraction
     while True:
         period_start = time.perf_counter()
         while time.perf_counter() - period_start < busy_s:
             for _ in range(4):
                 a @ b
             torch.cuda.synchronize()
-        rest = PERIOD_S - (time.perf_counter() - period_start)
+        rest = period_s - (time.perf_counter() - period_start)
         if rest > 0:
             time.sleep(rest)
 
 
 if __name__ == "__main__":  # pragma: no cover - child process entry point
-    _contend(float(sys.argv[1]), int(sys.argv[2]))
+    _contend(float(sys.argv[1]), int(sys.argv[2]),
+             (float(sys.argv[3]) if len(sys.argv) > 3 else PERIOD_MS) / 1e3)

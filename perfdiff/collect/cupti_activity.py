@@ -8,7 +8,9 @@ because CUPTI reuses the memory after the callback returns.
 
 Only launch-type runtime API calls (launch, memcpy, memset, graph launch) are recorded: they
 are what cycle assignment needs (see ``cycles.py``); recording every ``cudaGetDevice`` that
-frameworks call would cost time for nothing.
+frameworks call would cost time for nothing. ``trace_api=False`` drops the launch records too
+(kernels are then assigned to cycles by their GPU start, with a warning): it exists to measure
+what the API records cost (bench/overhead.py), not as a user setting.
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ class CuptiActivityBackend:
 
     name = "cupti_activity"
 
-    def __init__(self, *, trace_memory: bool = True) -> None:
+    def __init__(self, *, trace_memory: bool = True, trace_api: bool = True) -> None:
         self._cupti = import_cupti()
         self._trace_memory = trace_memory
+        self._trace_api = trace_api
         self._raw = RawTrace()
         self._enabled: list[Any] = []
         self._delivered = 0
@@ -58,8 +61,9 @@ class CuptiActivityBackend:
 
     def start(self) -> None:
         cupti = self._cupti
-        kinds = [cupti.ActivityKind.CONCURRENT_KERNEL, cupti.ActivityKind.RUNTIME,
-                 cupti.ActivityKind.DRIVER]
+        kinds = [cupti.ActivityKind.CONCURRENT_KERNEL]
+        if self._trace_api:
+            kinds += [cupti.ActivityKind.RUNTIME, cupti.ActivityKind.DRIVER]
         if self._trace_memory:
             kinds += [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
         try:
@@ -73,7 +77,8 @@ class CuptiActivityBackend:
                 f"CUPTI activity tracing could not start ({exc}); check that the NVIDIA "
                 "driver is loaded and matches the CUDA/CUPTI version"
             ) from None
-        self._restrict_api_records()
+        if self._trace_api:
+            self._restrict_api_records()
 
     def _restrict_api_records(self) -> None:
         """Keep API records only for launch/memcpy/memset calls (see module docstring)."""

@@ -44,7 +44,11 @@ class CollectSettings:
     nvml: bool = True
     nvml_interval_ms: float = 10.0
     trace_memory: bool = True
+    trace_api: bool = True  # launch API records, for cycle assignment (see collect/cycles.py)
     device_index: int = 0
+    # CUPTI stream ids whose kernels are an in-process noisy neighbour's (--contend-mode
+    # stream): left out of the run file, with a warning saying how many
+    exclude_streams: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,17 @@ def run_collection(
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
 
 
+def _drop_neighbour_kernels(stopped: _Stopped, streams: tuple[int, ...],
+                            warnings: list[str]) -> None:
+    """Leave out the in-process neighbour's kernels (``--contend-mode stream``), and say so."""
+    keep = [k for k in stopped.raw.kernels if k.stream not in streams]
+    dropped = len(stopped.raw.kernels) - len(keep)
+    stopped.raw.kernels = keep
+    ids = ", ".join(str(s) for s in streams)
+    warnings.append(f"{dropped} kernels of the --contend neighbour (CUPTI stream {ids}) were "
+                    "left out of the run file")
+
+
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text[:300] if text else "(no message)"
@@ -187,6 +202,8 @@ def _build_run_file(
     extra_params: dict[str, Any],
 ) -> RunFile:
     cycles = log.table()
+    if settings.exclude_streams:
+        _drop_neighbour_kernels(stopped, settings.exclude_streams, warnings)
     strings = StringTable()
     tables = build_tables(stopped.raw, cycles, strings)
     if tables.kernels_without_launch_record:

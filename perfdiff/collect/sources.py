@@ -65,7 +65,8 @@ def open_sources(settings: CollectSettings) -> OpenedSources:
     torch.cuda.set_device(device_index)
     torch.cuda.init()
     warnings: list[str] = []
-    trace = CuptiActivityBackend(trace_memory=settings.trace_memory)
+    trace = CuptiActivityBackend(trace_memory=settings.trace_memory,
+                                 trace_api=settings.trace_api)
     samplers: list[MetricSampler] = []
     if settings.pm_sampling and settings.metrics:
         try:
