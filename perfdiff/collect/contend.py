@@ -23,6 +23,7 @@ stopped when collection ends. Run the process kind as
 from __future__ import annotations
 
 import importlib
+import os
 import subprocess
 import sys
 import threading
@@ -164,8 +165,10 @@ class _StreamNeighbour:  # pragma: no cover - GPU only
 
 
 def _operands(torch: Any, device: Any) -> tuple[Any, Any]:  # pragma: no cover - GPU only
-    a = torch.randn(MATRIX_SIZE, MATRIX_SIZE, device=device, dtype=torch.bfloat16)
-    b = torch.randn(MATRIX_SIZE, MATRIX_SIZE, device=device, dtype=torch.bfloat16)
+    # PERFDIFF_CONTEND_MATRIX: an experiment knob (scripts/gpu/contend_probe.sh), not a setting
+    n = int(os.environ.get("PERFDIFF_CONTEND_MATRIX", MATRIX_SIZE))
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     return a, b
 
 
