@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from perfdiff.errors import InputError, SchemaVersionError
+from perfdiff.schema import numeric_json
 from perfdiff.schema.model import (
     Collection,
     CycleTable,
@@ -75,8 +76,11 @@ def _read_json(p: Path) -> Any:
             raise InputError(
                 f"{p}: gzip data is truncated or corrupt ({exc}); re-copy or re-record the file"
             ) from exc
-    if not data.strip():
+    if not data or data.isspace():  # what `not data.strip()` says, without copying the file
         raise InputError(f"{p}: file is empty")
+    fast = numeric_json.loads(data)
+    if fast is not None:
+        return fast
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -97,7 +101,7 @@ def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
     """Validate a decoded JSON document and build the typed :class:`RunFile`."""
     if not isinstance(raw, dict):
         raise InputError(f"{source}: not a perfdiff run file (top level is not a JSON object)")
-    version_text = raw.get("schema_version")
+    version_text = _plain_json(raw.get("schema_version"))
     if version_text is None:
         raise InputError(
             f"{source}: not a perfdiff run file (no 'schema_version'); "
@@ -113,6 +117,8 @@ def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
             f"{source}: schema version {version_text} is not supported (this perfdiff reads "
             f"{supported}); upgrade perfdiff or re-record the run with this version"
         )
+    if major in MIGRATIONS and major not in SUPPORTED_MAJORS:
+        raw = _plain_json(raw)  # migrations see plain JSON, never numeric_json's arrays
     while major in MIGRATIONS and major not in SUPPORTED_MAJORS:
         raw = MIGRATIONS[major](raw)
         major += 1
@@ -130,7 +136,23 @@ def _get(d: Mapping[str, Any], key: str, where: str) -> Any:
     return d[key]
 
 
+def _plain_json(value: Any) -> Any:
+    """``value`` with every :class:`numeric_json.NumberArray` turned back into its list.
+
+    Why: the fast reader keeps long number arrays as text until a column asks for them; any
+    other consumer must see exactly what ``json.loads`` would have given.
+    """
+    if isinstance(value, numeric_json.NumberArray):
+        return value.as_list()
+    if isinstance(value, dict):
+        return {key: _plain_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_json(item) for item in value]
+    return value
+
+
 def _typed(value: Any, kind: type[T], where: str, *, optional: bool = False) -> T:
+    value = _plain_json(value) if kind is not list else _shallow_plain(value)
     if value is None and optional:
         return value  # type: ignore[return-value]
     ok = isinstance(value, kind)
@@ -143,7 +165,17 @@ def _typed(value: Any, kind: type[T], where: str, *, optional: bool = False) -> 
     return value  # type: ignore[no-any-return]
 
 
+def _shallow_plain(value: Any) -> Any:
+    """A NumberArray as its list; other values as they are (their items are checked later)."""
+    return value.as_list() if isinstance(value, numeric_json.NumberArray) else value
+
+
 def _int_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.int64]]:
+    if isinstance(value, numeric_json.NumberArray):
+        fast = value.int64()
+        if fast is not None:
+            return fast
+        value = value.as_list()
     if not isinstance(value, list):
         raise _Malformed(f"field '{where}' should be a list of integers")
     try:
@@ -156,6 +188,8 @@ def _int_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.int64]]:
 
 
 def _float_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.float64]]:
+    if isinstance(value, numeric_json.NumberArray):
+        return value.float64()
     if not isinstance(value, list):
         raise _Malformed(f"field '{where}' should be a list of numbers")
     try:
@@ -169,12 +203,14 @@ def _float_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.float64]
 
 
 def _bool_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    value = _shallow_plain(value)
     if not isinstance(value, list) or not all(isinstance(v, bool) for v in value):
         raise _Malformed(f"field '{where}' should be a list of true/false")
     return np.asarray(value, dtype=np.bool_)
 
 
 def _str_tuple(value: Any, where: str) -> tuple[str, ...]:
+    value = _shallow_plain(value)
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _Malformed(f"field '{where}' should be a list of strings")
     return tuple(value)

@@ -1,0 +1,318 @@
+"""Decode a run file's JSON with its long integer arrays parsed straight into numpy.
+
+Why: a run of a million kernel launches holds about fifteen million integers (13 columns per
+launch, plus the metric timestamps). ``json.loads`` makes a Python object of each (about 60 ns
+apiece) and ``numpy.asarray`` then copies them again (about 20 ns); that was most of the time
+``compare`` spent. Here every flat integer array that is the value of an object key (every
+integer column of every table: ``"start_ns":[...]``) is cut out of the text, parsed by numpy and
+checked to be exactly JSON's integer grammar (see :func:`number_array`), and replaced by a
+placeholder string; ``json.loads`` parses what is left and the placeholders come back as
+:class:`NumberArray` objects that the run-file validators turn into numpy columns.
+
+Results are identical to ``json.loads`` followed by ``numpy.asarray``, by construction:
+- A chunk is cut out only if it is, byte for byte, a valid JSON array of integers inside the
+  int64 range, written without whitespace (the compact form ``save_run_file`` writes). Anything
+  else (floats, null, whitespace, nesting, a value at the int64 limits) stays in the text for
+  ``json.loads``. Swapping one valid JSON value for another (a string) keeps the document valid
+  or invalid alike; on any failure the caller falls back to the plain path, which then raises the
+  same one-line errors as before.
+- Validators that want something other than an int64 or float64 column call
+  :meth:`NumberArray.as_list`, the very list ``json.loads`` would have produced.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import numpy as np
+
+from perfdiff.schema.model import FloatArray, IntArray
+
+# Shorter arrays are not worth the bookkeeping: json.loads handles them.
+MIN_CHUNK_BYTES = 1024
+
+_POWERS_OF_TEN = tuple(10**k for k in range(1, 19))
+_INT64_MAX = np.iinfo(np.int64).max
+_INT64_MIN = np.iinfo(np.int64).min
+_NUMBER_START = frozenset(b"-0123456789n")
+# bytes numpy's integer parser reads, alone between commas, as the value 0
+_READ_AS_ZERO = (b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b"+")
+_NULL = b"null"
+# byte -> class for the float grammar check: 0 the digit zero, 1 other digits, 2 comma,
+# 3 minus, 4 plus, 5 point, 6 exponent mark, 7 anything else
+_CLASS_TABLE = bytes(
+    0 if b == ord("0") else 1 if chr(b) in "123456789" else 2 if b == ord(",")
+    else 3 if b == ord("-") else 4 if b == ord("+") else 5 if b == ord(".")
+    else 6 if chr(b) in "eE" else 7
+    for b in range(256)
+)
+_DIGIT, _COMMA, _MINUS, _PLUS, _POINT, _EXP, _OTHER = 1, 2, 3, 4, 5, 6, 7
+_WHITESPACE = frozenset(b" \t\r\n")
+_BACKSLASH = 0x5C
+_COLON = 0x3A
+
+
+class NumberArray:
+    """A flat JSON array of numbers, already parsed, standing where the list stood.
+
+    ``ints`` is set when every element is an integer, else ``floats`` (null -> NaN).
+    """
+
+    __slots__ = ("floats", "ints", "text")
+
+    def __init__(
+        self, text: bytes, *, ints: IntArray | None = None, floats: FloatArray | None = None
+    ) -> None:
+        self.text = text
+        self.ints = ints
+        self.floats = floats
+
+    def as_list(self) -> list[Any]:
+        """Exactly what ``json.loads`` gives for this array (the slow, always-right path)."""
+        value: list[Any] = json.loads(b"[" + self.text + b"]")
+        return value
+
+    def int64(self) -> IntArray | None:
+        """The column as ``numpy.asarray(the list, dtype=int64)`` would give it.
+
+        None for an array with floats or nulls: there numpy truncates or raises, and the
+        caller lets it do so on :meth:`as_list`.
+        """
+        return self.ints
+
+    def float64(self) -> FloatArray:
+        """The column as ``numpy.asarray(the list with null -> NaN, dtype=float64)`` gives it.
+
+        Integers: both convert each to the nearest double (ties to even), so they agree.
+        """
+        if self.floats is not None:
+            return self.floats
+        assert self.ints is not None
+        return self.ints.astype(np.float64)
+
+    def __repr__(self) -> str:
+        kind = "integers" if self.ints is not None else "floats"
+        return f"NumberArray({kind}, {len(self.text)} bytes)"
+
+
+def loads(data: bytes) -> Any | None:
+    """Decode ``data`` like ``json.loads``, or None when the plain path must decide.
+
+    None is returned when no long integer array was found (nothing to gain) or when anything
+    about the document is off (not UTF-8, not valid JSON, an unterminated string): the caller
+    then runs ``json.loads`` on the whole text, which either succeeds the same way or raises the
+    error that names the line and column.
+    """
+    cut = _cut_number_arrays(data)
+    if cut is None:
+        return None
+    skeleton, arrays = cut
+    try:
+        text = skeleton.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+    def restore(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        for key, value in pairs:
+            if type(value) is str and value in arrays:
+                out[key] = arrays[value]
+        return out
+
+    try:
+        return json.loads(text, object_pairs_hook=restore)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _cut_number_arrays(data: bytes) -> tuple[bytes, dict[str, NumberArray]] | None:
+    """Replace each long integer array that is an object's value by a unique placeholder.
+
+    A scan over quotes and brackets only (``bytes.find``), so it skips over the numbers at
+    memory speed; strings are stepped over so that a ``[`` inside a name is never taken for an
+    array.
+    """
+    nonce = secrets.token_hex(8)
+    arrays: dict[str, NumberArray] = {}
+    pieces: list[bytes] = []
+    kept_from = 0
+    pos = 0
+    next_quote = data.find(b'"')
+    next_bracket = data.find(b"[")
+    while next_bracket != -1:
+        if next_quote != -1 and next_quote < next_bracket:
+            end = _string_end(data, next_quote)
+            if end == -1:
+                return None  # unterminated string: json.loads reports it
+            pos = end + 1
+        else:
+            bracket = next_bracket
+            close = data.find(b"]", bracket + 1)
+            if close == -1:
+                return None
+            array = None
+            if (
+                close - bracket - 1 >= MIN_CHUNK_BYTES
+                and data[bracket + 1] in _NUMBER_START
+                and _after_colon(data, bracket)
+            ):
+                array = number_array(data[bracket + 1 : close])
+            if array is None:
+                pos = bracket + 1
+            else:
+                placeholder = f"\x00perfdiff:{nonce}:{len(arrays)}"
+                arrays[placeholder] = array
+                pieces.append(data[kept_from:bracket])
+                pieces.append(json.dumps(placeholder).encode("ascii"))
+                kept_from = pos = close + 1
+        if next_quote != -1 and next_quote < pos:
+            next_quote = data.find(b'"', pos)
+        if next_bracket < pos:
+            next_bracket = data.find(b"[", pos)
+    if not arrays:
+        return None
+    pieces.append(data[kept_from:])
+    return b"".join(pieces), arrays
+
+
+def _string_end(data: bytes, start: int) -> int:
+    """Index of the quote closing the string opened at ``start`` (-1: none)."""
+    end = start + 1
+    while True:
+        end = data.find(b'"', end)
+        if end == -1:
+            return -1
+        backslashes = 0
+        k = end - 1
+        while data[k] == _BACKSLASH:
+            backslashes += 1
+            k -= 1
+        if backslashes % 2 == 0:
+            return end
+        end += 1
+
+
+def _after_colon(data: bytes, bracket: int) -> bool:
+    """True if the array at ``bracket`` is an object's value (not a list element)."""
+    k = bracket - 1
+    while k >= 0 and data[k] in _WHITESPACE:
+        k -= 1
+    return k >= 0 and data[k] == _COLON
+
+
+def number_array(chunk: bytes) -> NumberArray | None:
+    """``chunk`` (an array's text without brackets) parsed, if it is a compact JSON number list.
+
+    Integers (the bulk: every table column) are checked without a grammar scan. numpy's parser
+    must read exactly one value per comma-separated element, none at the int64 limits (where it
+    clamps), and the canonical decimal text of the values (``str(v)``) plus the commas must add
+    up to the chunk's length. An element that holds a digit is read from at least as many bytes
+    as its value's canonical text, and numpy refuses empty elements, so equality leaves no room
+    for a leading zero, ``-0``, or a stray byte. The elements without a digit that numpy reads
+    as 0 (a lone space, tab, newline, ``+`` or ``-``) are ruled out first with ``memchr`` scans.
+    Anything else is tried as floats.
+    """
+    if not chunk:
+        return None
+    if not any(mark in chunk for mark in _READ_AS_ZERO) and not _lone_minus(chunk):
+        ints = _fromstring(chunk, np.int64)
+        if ints is not None:
+            if _saturated(ints) or _canonical_length(ints) + len(ints) - 1 != len(chunk):
+                return None
+            return NumberArray(chunk, ints=ints)
+    return _float_array(chunk)
+
+
+def _lone_minus(chunk: bytes) -> bool:
+    return b"-" in chunk and (b"-," in chunk or chunk.endswith(b"-"))
+
+
+def _float_array(chunk: bytes) -> NumberArray | None:
+    """Floats (and null) where JSON's grammar holds and numpy's value is Python's.
+
+    numpy's ``strtod`` reads what JSON writes, correctly rounded like ``float()``, but it also
+    reads forms JSON forbids: ``.5``, ``5.``, ``+5``, ``05``. :func:`_float_grammar_ok` rejects
+    those; the parser rejects the rest (``1e``, ``1.5.5``, letters) by not reading to the end.
+    """
+    nulls = chunk.count(_NULL)
+    checked = chunk
+    if nulls:
+        before = chunk.count(b"," + _NULL) + chunk.startswith(_NULL)
+        after = chunk.count(_NULL + b",") + chunk.endswith(_NULL)
+        if before != nulls or after != nulls:
+            return None  # "null" glued to something else
+        checked = chunk.replace(_NULL, b"0")
+    if not _float_grammar_ok(checked):
+        return None
+    floats = _fromstring(chunk.replace(_NULL, b"nan") if nulls else chunk, np.float64)
+    if floats is None or int(np.count_nonzero(np.isnan(floats))) != nulls:
+        return None
+    # infinity: an integer beyond float range, which Python refuses to convert; negative zero:
+    # JSON's -0 is the integer 0 (+0.0). Both rare: leave them to the exact path.
+    if np.isinf(floats).any() or (np.signbit(floats) & (floats == 0)).any():
+        return None
+    return NumberArray(chunk, floats=floats)
+
+
+def _float_grammar_ok(chunk: bytes) -> bool:
+    r"""The checks of ``-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?`` numpy's parser would miss.
+
+    Vectorised over byte classes: each element starts with ``-`` or a digit, then a digit; no
+    leading zero; a point has digits on both sides; ``+`` only after the exponent mark; ``-``
+    only at an element's start or after the exponent mark.
+    """
+    classes = b"\x02" + chunk.translate(_CLASS_TABLE) + b"\x02"  # a comma on each side
+    if bytes((_OTHER,)) in classes:
+        return False
+    c = np.frombuffer(classes, dtype=np.uint8)
+    starts = np.flatnonzero(c == _COMMA)[:-1] + 1
+    first = c[starts]
+    if (first == _COMMA).any():
+        return False  # empty element
+    mantissa = starts + (first == _MINUS)
+    lead = c[mantissa]
+    if (lead > _DIGIT).any():
+        return False
+    if ((lead == 0) & (c[mantissa + 1] <= _DIGIT)).any():
+        return False  # leading zero
+    for mark, allowed_before in ((_POINT, None), (_PLUS, (_EXP,)), (_MINUS, (_EXP, _COMMA))):
+        if bytes((mark,)) not in classes:
+            continue
+        where = np.flatnonzero(c == mark)
+        before = c[where - 1]
+        if allowed_before is None:
+            if ((before > _DIGIT) | (c[where + 1] > _DIGIT)).any():
+                return False
+        elif not np.isin(before, allowed_before).all():
+            return False
+    return True
+
+
+def _fromstring(text: bytes, dtype: type[np.int64] | type[np.float64]) -> Any:
+    """numpy's text parser, or None unless it read exactly one value per element."""
+    try:
+        parsed = np.fromstring(text, dtype=dtype, sep=",")
+    except ValueError:
+        return None
+    if parsed.shape[0] != text.count(b",") + 1:
+        return None
+    return parsed
+
+
+def _saturated(values: IntArray) -> bool:
+    """numpy clamps out-of-range integers to the limits; a limit value needs the exact path."""
+    return bool(values.max() == _INT64_MAX or values.min() == _INT64_MIN)
+
+
+def _canonical_length(values: IntArray) -> int:
+    """``sum(len(str(v)) for v in values)``, vectorised (values strictly inside int64)."""
+    magnitude = np.abs(values)
+    total: int = len(values) + int(np.count_nonzero(values < 0))
+    for power in _POWERS_OF_TEN:
+        above = int(np.count_nonzero(magnitude >= power))
+        if not above:
+            break
+        total += above
+    return total
