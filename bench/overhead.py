@@ -15,8 +15,9 @@ from round to round, so no mode always runs first or last.
   ``perfdiff collect`` runs.
 - torch.profiler: ``profile(activities=[CPU, CUDA])``, default options.
 - perfdiff-trace, perfdiff-trace-nvml, perfdiff-trace-pm: perfdiff with only some sources,
-  to see where the overhead comes from (``--modes`` picks the modes); perfdiff-noapi: all
-  sources but no launch API records (cycles then assigned by GPU start time).
+  to see where the overhead comes from (``--modes`` picks the modes); perfdiff-api: all
+  sources, with launch API records instead of cycle boundary marks (the default before
+  2026-11-22; see perfdiff/collect/boundary_marks.py).
 
 Usage: python bench/overhead.py [--rounds 5] [--cycles 40] [--modes a,b,...] [--json OUT.json]
        python bench/overhead.py --child MODE --cycles N   (one child, prints JSON)
@@ -90,7 +91,7 @@ def child(mode: str, cycles: int) -> None:
             "perfdiff-trace": CollectSettings(pm_sampling=False, nvml=False),
             "perfdiff-trace-nvml": CollectSettings(pm_sampling=False),
             "perfdiff-trace-pm": CollectSettings(nvml=False),
-            "perfdiff-noapi": CollectSettings(trace_api=False),
+            "perfdiff-api": CollectSettings(trace_api=True),
         }[mode]
         opened = open_sources(settings)
         outcome = run_collection(workload, plan, opened.sources, opened.environment, settings)

@@ -131,6 +131,10 @@ _OnlyOpt = typer.Option("--only-metrics", help="--metric replaces the defaults, 
 _ContendOpt = typer.Option(
     help="Share of time (0-1) a second process keeps the GPU busy with matrix products."
 )
+_ApiRecordsOpt = typer.Option(
+    "--api-records", help="Assign kernels to cycles from CUPTI's launch API records instead of "
+    "cycle boundary marks (more overhead; for checking the marks)."
+)
 _ContendModeOpt = typer.Option(
     help="process: a second process, time-sliced with ours; stream: a thread of this process "
     "on its own CUDA stream, running concurrently with the workload's kernels."
@@ -162,6 +166,7 @@ def collect(
     no_nvml: Annotated[bool, typer.Option("--no-nvml", help="Do not poll NVML.")] = False,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="Do not trace memcpy/memset.")]
     = False,
+    api_records: Annotated[bool, _ApiRecordsOpt] = False,
     contend: Annotated[float, _ContendOpt] = 0.0,
     contend_mode: Annotated[str, _ContendModeOpt] = "process",
     contend_period_ms: Annotated[float, _ContendPeriodOpt] = 50.0,
@@ -223,7 +228,7 @@ def collect(
     settings = CollectSettings(
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=not no_pm,
         nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=not no_memory,
-        device_index=device,
+        device_index=device, trace_api=api_records,
     )
     opened = open_sources(settings)
     for warning in opened.sources.warnings:

@@ -51,6 +51,16 @@ class MetricSampler(Protocol):
         ...
 
 
+class BoundaryMarker(Protocol):
+    """Marks cycle boundaries on the correlation-id axis (see ``boundary_marks.py``)."""
+
+    stream_ids: tuple[int, ...]  # the trace's stream ids of the marks' own records
+
+    def mark(self) -> None:
+        """Launch one mark now."""
+        ...
+
+
 @dataclass
 class Sources:
     """What the session records with; ``warnings`` say what could not be had and why."""
@@ -58,6 +68,8 @@ class Sources:
     trace: TraceBackend
     samplers: list[MetricSampler] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # None: the trace records launch API calls itself (or cannot tell launches at all)
+    boundary_marker: BoundaryMarker | None = None
     synchronize: Callable[[], object] | None = None  # waits for the GPU (torch.cuda.synchronize)
 
     def source_names(self) -> tuple[str, ...]:

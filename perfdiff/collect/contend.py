@@ -31,6 +31,7 @@ import time
 from types import TracebackType
 from typing import Any, Literal
 
+from perfdiff.collect.boundary_marks import cupti_stream_ids
 from perfdiff.errors import CollectorUnavailableError
 
 PERIOD_MS = 50.0
@@ -144,7 +145,7 @@ class _StreamNeighbour:  # pragma: no cover - GPU only
                 a, b = _operands(torch, device)
                 c = a @ b
             stream.synchronize()
-            self._stream_ids = _cupti_stream_ids(int(stream.cuda_stream))
+            self._stream_ids = cupti_stream_ids(int(stream.cuda_stream))
         except Exception as exc:
             self._failure = f"{type(exc).__name__}: {exc}"
             self._ready.set()
@@ -170,18 +171,6 @@ def _operands(torch: Any, device: Any) -> tuple[Any, Any]:  # pragma: no cover -
     a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     return a, b
-
-
-def _cupti_stream_ids(handle: int) -> tuple[int, ...]:  # pragma: no cover - GPU only
-    """CUPTI's id of the neighbour's stream, as kernel records carry it ((), if unknown)."""
-    try:
-        from cupti import cupti
-    except ImportError:
-        return ()
-    try:
-        return (int(cupti.get_stream_id_ex(0, handle, 0)),)
-    except Exception:
-        return ()
 
 
 def _contend(fraction: float, device_index: int, period_s: float) -> None:  # pragma: no cover

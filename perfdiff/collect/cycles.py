@@ -33,6 +33,12 @@ class CycleLog:
     clock_ns: Callable[[], int]
     on_cycle_end: Callable[[int], None] | None = None
     on_cycle_begin: Callable[[bool], None] | None = None  # (warmup), before the timestamp
+    # boundary marks (boundary_marks.py): called after a start is stamped and before an end
+    # is; ``mark_ns`` keeps the time each issued mark stands for. A failing mark stops marking
+    # (the session then falls back to GPU start times), it never stops the workload.
+    mark: Callable[[], None] | None = None
+    mark_ns: list[int] = field(default_factory=list)
+    mark_error: str | None = None
     starts: list[int] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
@@ -49,15 +55,31 @@ class CycleLog:
         self.warmups.append(warmup)
         self._open = True
         self.starts.append(self.clock_ns())
+        self._mark(self.starts[-1])
 
     def end_cycle(self, *, completed: bool = True) -> None:
         if not self._open:
             return
+        issued = self._mark(None)
         self.ends.append(self.clock_ns())
+        if issued:
+            self.mark_ns.append(self.ends[-1])
         self.completed_flags.append(completed)
         self._open = False
         if completed and self.on_cycle_end is not None:
             self.on_cycle_end(self.completed)
+
+    def _mark(self, stands_for_ns: int | None) -> bool:
+        if self.mark is None or self.mark_error is not None:
+            return False
+        try:
+            self.mark()
+        except Exception as exc:
+            self.mark_error = f"{type(exc).__name__}: {exc}"
+            return False
+        if stands_for_ns is not None:
+            self.mark_ns.append(stands_for_ns)
+        return True
 
     @property
     def completed(self) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 from perfdiff import __version__
 from perfdiff.collect.backends import MetricSampler, Sources
+from perfdiff.collect.boundary_marks import attach_launch_records, take_mark_records
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS
@@ -44,7 +45,9 @@ class CollectSettings:
     nvml: bool = True
     nvml_interval_ms: float = 10.0
     trace_memory: bool = True
-    trace_api: bool = True  # launch API records, for cycle assignment (see collect/cycles.py)
+    # launch API records for cycle assignment; False: boundary marks (boundary_marks.py), the
+    # default since they cost ~2 % less of cycle time
+    trace_api: bool = False
     device_index: int = 0
     # CUPTI stream ids whose kernels are an in-process noisy neighbour's (--contend-mode
     # stream): left out of the run file, with a warning saying how many
@@ -100,8 +103,10 @@ def run_collection(
             started.extend(_start_samplers(sources.samplers, warnings))
 
     sampling_started: list[bool] = []
+    marker = sources.boundary_marker
     log = CycleLog(clock_ns=trace.clock_ns, on_cycle_end=on_cycle_end,
-                   on_cycle_begin=on_cycle_begin)
+                   on_cycle_begin=on_cycle_begin,
+                   mark=marker.mark if marker is not None else None)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None
@@ -135,6 +140,19 @@ def run_collection(
         extra_params or {},
     )
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
+
+
+def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: CycleLog,
+                         warnings: list[str]) -> None:
+    """Launch records from the cycle boundary marks (boundary_marks.py), or a warning."""
+    mark_ids = take_mark_records(stopped.raw, stream_ids)
+    if log.mark_error is not None:
+        warnings.append(f"a cycle boundary mark failed ({log.mark_error}); kernels were "
+                        "assigned to cycles by GPU start time")
+        return
+    problem = attach_launch_records(stopped.raw, mark_ids, log.mark_ns)
+    if problem is not None:
+        warnings.append(problem)
 
 
 def _drop_neighbour_kernels(stopped: _Stopped, streams: tuple[int, ...],
@@ -202,6 +220,8 @@ def _build_run_file(
     extra_params: dict[str, Any],
 ) -> RunFile:
     cycles = log.table()
+    if sources.boundary_marker is not None:
+        _launches_from_marks(stopped, sources.boundary_marker.stream_ids, log, warnings)
     if settings.exclude_streams:
         _drop_neighbour_kernels(stopped, settings.exclude_streams, warnings)
     strings = StringTable()

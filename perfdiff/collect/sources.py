@@ -65,8 +65,9 @@ def open_sources(settings: CollectSettings) -> OpenedSources:
     torch.cuda.set_device(device_index)
     torch.cuda.init()
     warnings: list[str] = []
+    marker = None if settings.trace_api else _boundary_marker(torch, device_index, warnings)
     trace = CuptiActivityBackend(trace_memory=settings.trace_memory,
-                                 trace_api=settings.trace_api)
+                                 trace_api=settings.trace_api or marker is None)
     samplers: list[MetricSampler] = []
     if settings.pm_sampling and settings.metrics:
         try:
@@ -95,8 +96,20 @@ def open_sources(settings: CollectSettings) -> OpenedSources:
         except NvmlUnavailable as exc:
             warnings.append(str(exc))
     sources = Sources(trace=trace, samplers=samplers, warnings=warnings,
-                      synchronize=torch.cuda.synchronize)
+                      synchronize=torch.cuda.synchronize, boundary_marker=marker)
     return OpenedSources(sources=sources, environment=environment, device=f"cuda:{device_index}")
+
+
+def _boundary_marker(torch: Any, device_index: int, warnings: list[str]) -> Any:
+    """The cycle-boundary marker, or None (and a warning): then API records are traced."""
+    from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+
+    try:
+        return TorchBoundaryMarker(torch, device_index, ())
+    except Exception as exc:
+        warnings.append(f"cycle boundary marks unavailable ({type(exc).__name__}: {exc}); "
+                        "recording launch API calls instead (costs more overhead)")
+        return None
 
 
 __all__ = ["OpenedSources", "check_prerequisites", "open_sources"]

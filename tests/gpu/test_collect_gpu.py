@@ -96,3 +96,24 @@ def test_ctrl_c_leaves_an_incomplete_file(tmp_path: Path) -> None:
     assert rf.status.state == "incomplete"
     assert re.match(r"interrupted \(Ctrl-C\) after \d+ cycles", rf.status.reason or "")
     assert rf.runs[0].cycles.index.size > 0
+
+
+def test_boundary_marks_give_the_same_cycles_as_launch_api_records(tmp_path: Path) -> None:
+    """The default (boundary marks) against --api-records: same kernels in every cycle."""
+    runs = {}
+    for name, extra in (("marks", []), ("api", ["--api-records"])):
+        path, rc, text = collect(tmp_path, "gpt-infer", "--cycles", "6", "--warmup", "1",
+                                 "--no-pm", *SMALL, *extra, name=f"{name}.json.gz")
+        assert rc == 0, text
+        rf = load_run_file(path)
+        assert not any("mark" in w or "launch API" in w for w in rf.collection.warnings), \
+            rf.collection.warnings
+        runs[name] = rf
+    per_cycle = {}
+    for name, rf in runs.items():
+        run = rf.runs[0]
+        names = np.array([rf.strings[i].demangled for i in run.kernels.name_id])
+        per_cycle[name] = [sorted(names[run.kernels.cycle == c].tolist())
+                           for c in run.cycles.index]
+        assert (run.kernels.cycle >= 0).sum() > 0
+    assert per_cycle["marks"] == per_cycle["api"]
