@@ -19,7 +19,11 @@ from round to round, so no mode always runs first or last.
   sources, with launch API records instead of cycle boundary marks (the default before
   2026-11-22; see perfdiff/collect/boundary_marks.py).
 
+Second design (``--alternate BLOCKS``): one process per instrumented mode, alternating blocks
+of bare cycles and cycles under the mode on the same model (see ``child_alternating``).
+
 Usage: python bench/overhead.py [--rounds 5] [--cycles 40] [--modes a,b,...] [--json OUT.json]
+       python bench/overhead.py --alternate 8 --cycles 60 [--modes perfdiff,torch.profiler]
        python bench/overhead.py --child MODE --cycles N   (one child, prints JSON)
 """
 
@@ -114,6 +118,103 @@ def child(mode: str, cycles: int) -> None:
     print(json.dumps({"mode": mode, "cycle_ns": measured, **extra}))
 
 
+def child_alternating(mode: str, cycles: int, blocks: int) -> None:
+    """One process, one model: blocks of bare cycles alternating with blocks under ``mode``.
+
+    Why: between processes the bare cycle time alone moved by up to 5 % (allocation
+    placement, clocks), more than the overheads being measured. Inside one process the
+    model, its memory and the GPU state are shared by both kinds of block, so the ratio of
+    the two medians is the overhead. The blocks go in ABBA order (bare, mode, mode, bare, ...)
+    so slow drift cancels. Caveat: once CUPTI has been loaded, later bare blocks may keep some
+    of its cost; the first bare block ran before any tracing and is reported on its own.
+    """
+    from perfdiff.collect.workloads import get_workload_class
+    from perfdiff.collect.workloads.base import CyclePlan, Workload
+    from perfdiff.markers import CycleMarker, NullMarker
+
+    cls = get_workload_class("gpt-infer")
+    plan = CyclePlan(cycles, 3)
+    timing = TimingMarker(NullMarker())
+    inner = cls(cls.params_class())
+    inner.setup("cuda:0")
+
+    class Ready(Workload):
+        """The set-up workload, timed; setup is a no-op (the model is built once)."""
+
+        name = "gpt-infer"
+        summary = ""
+        params_class = cls.params_class
+
+        def __init__(self) -> None:
+            super().__init__(inner.params)
+
+        def setup(self, device: str) -> None:
+            pass
+
+        def run(self, marker: CycleMarker, plan: CyclePlan) -> None:
+            timing.inner = marker
+            inner.run(timing, plan)
+
+    def block(kind: str) -> list[int]:
+        timing.durations = []
+        if kind == "bare":
+            Ready().run(NullMarker(), plan)
+        elif kind.startswith("perfdiff"):
+            from perfdiff.collect.session import CollectSettings, run_collection
+            from perfdiff.collect.sources import open_sources
+
+            settings = CollectSettings(trace_api=kind == "perfdiff-api")
+            opened = open_sources(settings)
+            outcome = run_collection(Ready(), plan, opened.sources, opened.environment, settings)
+            if outcome.run_file.collection.warnings:
+                print("warnings:", outcome.run_file.collection.warnings, file=sys.stderr)
+        else:
+            import torch
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+                Ready().run(NullMarker(), plan)
+                torch.cuda.synchronize()
+        return [d for warm, d in timing.durations if not warm]
+
+    out: dict[str, Any] = {"mode": mode, "blocks": []}
+    for b in range(blocks):
+        order = ("bare", mode) if b % 2 == 0 else (mode, "bare")
+        out["blocks"].append({kind: block(kind) for kind in order})
+    print(json.dumps(out))
+
+
+def alternating(modes: list[str], cycles: int, blocks: int) -> dict[str, Any]:
+    """Run ``child_alternating`` once per instrumented mode; overheads against its own bare."""
+    result: dict[str, Any] = {"design": "alternating blocks in one process per mode",
+                              "cycles_per_block": cycles, "block_pairs": blocks}
+    for mode in modes:
+        proc = subprocess.run([sys.executable, __file__, "--child", mode, "--alternate",
+                               str(blocks), "--cycles", str(cycles)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            result[mode] = {"failed": proc.returncode, "stderr_tail": proc.stderr[-2000:]}
+            print(mode, "FAILED", proc.stderr[-2000:], flush=True)
+            continue
+        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        bare = [c for blk in data["blocks"] for c in blk["bare"]]
+        inst = [c for blk in data["blocks"] for c in blk[mode]]
+        pairs = [100 * (float(np.median(blk[mode])) / float(np.median(blk["bare"])) - 1)
+                 for blk in data["blocks"]]
+        first_bare = float(np.median(data["blocks"][0]["bare"]))
+        result[mode] = {
+            "bare_median_ms": round(float(np.median(bare)) / 1e6, 4),
+            "mode_median_ms": round(float(np.median(inst)) / 1e6, 4),
+            "overhead_pct": round(100 * (float(np.median(inst)) / float(np.median(bare)) - 1), 2),
+            "median_of_block_pair_overheads_pct": round(float(np.median(pairs)), 2),
+            "block_pair_overheads_pct": [round(p, 2) for p in pairs],
+            "overhead_vs_first_bare_block_pct":
+                round(100 * (float(np.median(inst)) / first_bare - 1), 2),
+        }
+        print(mode, json.dumps(result[mode]), flush=True)
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", default=None)
@@ -121,9 +222,21 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=40)
     parser.add_argument("--json", default=None)
     parser.add_argument("--modes", default="bare,perfdiff,torch.profiler")
+    parser.add_argument("--alternate", type=int, default=0, metavar="BLOCKS",
+                        help="the in-process design: BLOCKS bare/mode block pairs per mode")
     args = parser.parse_args()
     if args.child:
-        child(args.child, args.cycles)
+        if args.alternate:
+            child_alternating(args.child, args.cycles, args.alternate)
+        else:
+            child(args.child, args.cycles)
+        return
+    if args.alternate:
+        summary = alternating([m for m in args.modes.split(",") if m != "bare"], args.cycles,
+                              args.alternate)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(summary, fh, indent=1)
         return
     modes = tuple(args.modes.split(","))
     cycles: dict[str, list[int]] = {m: [] for m in modes}
