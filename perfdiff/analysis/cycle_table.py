@@ -10,18 +10,28 @@ Why these choices:
 - Warm-up cycles are dropped here, once, so no statistic can see them.
 - Replicate runs (same rank, new process) share one ``pid`` value so they pool as runs; ranks
   of one job keep theirs.
-- Everything is grouped on integer ids (interned names) with numpy/pandas, never a Python loop
-  per launch: a million launches build in about a second.
+- Everything is grouped on integer ids (interned names) in numpy, with one pandas group-sum per
+  table where a sum is needed (pandas sums with Kahan compensation; numpy's plain sums would
+  round differently). No Python loop per launch and no DataFrame per launch: a million launches
+  build in a few tenths of a second (bench/README.md, scale benchmark). The result is identical,
+  row for row and bit for bit, to the straightforward pandas version this replaced
+  (tests/reference_cycle_table.py, checked by tests/unit/test_scale_cycle_table.py).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from perfdiff.analysis import columns as C
-from perfdiff.analysis.kernel_metrics import kernel_metric_means
-from perfdiff.schema.model import Run, RunFile, TransferTable
+from perfdiff.analysis.kernel_metrics import launch_means
+from perfdiff.errors import InputError
+from perfdiff.schema.model import BoolArray, FloatArray, IntArray, Run, RunFile, TransferTable
+
+# Integer keys packed from several columns must stay below this (int64, with headroom).
+_KEY_LIMIT = 2**62
 
 
 def cycle_table(run_file: RunFile) -> pd.DataFrame:
@@ -42,118 +52,320 @@ def cycle_table(run_file: RunFile) -> pd.DataFrame:
     return table
 
 
-def _measured_cycles(run: Run) -> pd.DataFrame:
-    cyc = run.cycles
-    keep = ~cyc.warmup
-    return pd.DataFrame(
-        {
-            C.CYCLE: cyc.index[keep],
-            C.CYCLE_MS: (cyc.end_ns[keep] - cyc.start_ns[keep]) / 1e6,
-            C.ANCHOR: np.asarray(cyc.label, dtype=object)[keep],
-        }
-    )
+@dataclass(frozen=True)
+class _Cycles:
+    """The measured (non-warm-up) cycles of a run, in file order, and a lookup by index."""
+
+    index: IntArray
+    cycle_ms: FloatArray
+    anchor: np.ndarray
+    sorted_index: IntArray  # index, ascending
+    sorted_position: IntArray  # where each of sorted_index sits in file order
+
+    @classmethod
+    def of(cls, run: Run) -> _Cycles:
+        cyc = run.cycles
+        keep = ~cyc.warmup
+        index = cyc.index[keep]
+        order = np.argsort(index, kind="stable")
+        sorted_index = index[order]
+        if sorted_index.shape[0] > 1 and bool((sorted_index[1:] == sorted_index[:-1]).any()):
+            twice = int(sorted_index[1:][sorted_index[1:] == sorted_index[:-1]][0])
+            raise InputError(
+                f"run {run.index}: cycle index {twice} appears more than once in the cycles "
+                "table; the run file is damaged, re-record it"
+            )
+        return cls(
+            index=index,
+            cycle_ms=(cyc.end_ns[keep] - cyc.start_ns[keep]) / 1e6,
+            anchor=np.asarray(cyc.label, dtype=object)[keep],
+            sorted_index=sorted_index,
+            sorted_position=order,
+        )
+
+    def rank(self, cycle: IntArray) -> IntArray:
+        """Rank of each (measured) cycle index among the measured cycles, ascending."""
+        return np.searchsorted(self.sorted_index, cycle)
+
+    def position(self, cycle: IntArray) -> IntArray:
+        """Row of each (measured) cycle index in the cycles table (file order)."""
+        return self.sorted_position[self.rank(cycle)]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Rows of the cycle table under construction, as parallel columns."""
+
+    dev: IntArray
+    cycle: IntArray
+    function: np.ndarray
+    func_type: np.ndarray
+    time_ms: FloatArray
+    launches: FloatArray
+    metric: np.ndarray
+    mu: FloatArray
+
+    @staticmethod
+    def concat(parts: list[_Rows]) -> _Rows:
+        return _Rows(
+            *(
+                np.concatenate([getattr(p, name) for p in parts])
+                for name in _Rows.__dataclass_fields__
+            )
+        )
 
 
 def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
-    cycles = _measured_cycles(run)
-    if cycles.empty:
+    cycles = _Cycles.of(run)
+    if cycles.index.shape[0] == 0:
         return C.empty_cycle_table()
-    idle_id = len(names) - 1
     k = run.kernels
-    in_cycle = np.isin(k.cycle, cycles[C.CYCLE].to_numpy())
-    dur_ms = (k.end_ns - k.start_ns)[in_cycle] / 1e6
-    kern = pd.DataFrame(
-        {
-            "dev": k.device[in_cycle],
-            C.CYCLE: k.cycle[in_cycle],
-            "fid": k.name_id[in_cycle],
-            C.TIME_MS: dur_ms,
-        }
-    )
-    per_fn = (
-        kern.groupby(["dev", C.CYCLE, "fid"], sort=True)[C.TIME_MS]
-        .agg(["sum", "size"])
-        .rename(columns={"sum": C.TIME_MS, "size": C.LAUNCHES})
-        .reset_index()
-    )
-    per_fn[C.FUNC_TYPE] = "kernel"
-    idle = _idle_rows(run, in_cycle, cycles, idle_id)
+    in_cycle = np.isin(k.cycle, cycles.index)
+    kernel_rows, kernel_mu, metric_names = _kernel_rows(run, in_cycle, cycles, names)
+    idle = _idle_rows(run, in_cycle, cycles, names[-1])
     transfers = [
-        _transfer_rows(run.memcpy, cycles, prefix="Memcpy ", func_type="memcpy"),
-        _transfer_rows(run.memset, cycles, prefix="", func_type="memset"),
+        _transfer_rows(run.memcpy, cycles.index, prefix="Memcpy ", func_type="memcpy"),
+        _transfer_rows(run.memset, cycles.index, prefix="", func_type="memset"),
     ]
-    base = pd.concat([per_fn, idle], ignore_index=True)
-    if base.empty and not any(len(t) for t in transfers):
+    other = _Rows.concat([idle, *[_transfer_as_rows(t) for t in transfers if len(t)]])
+    if kernel_rows.dev.shape[0] + other.dev.shape[0] == 0:
         return C.empty_cycle_table()  # nothing ran on any device in the measured cycles
-    base[C.FUNCTION] = names[base["fid"].to_numpy(dtype=np.int64)]
-    base = pd.concat([base, *[t for t in transfers if len(t)]], ignore_index=True)
-    base = base.merge(cycles, on=C.CYCLE, how="inner")
-    base[C.BETA_PCT] = 100.0 * base[C.TIME_MS] / base[C.CYCLE_MS]
-    metric_rows = _metric_rows(run, in_cycle, base)
-    out = pd.DataFrame(
+    blocks = []
+    metric_devices: set[int] = set()
+    for (device, name), mu in zip(metric_names, kernel_mu, strict=True):
+        metric_devices.add(device)
+        on_device = np.flatnonzero(kernel_rows.dev == device)
+        blocks.append(_select(kernel_rows, on_device, metric=name, mu=mu[on_device]))
+    no_metric = np.flatnonzero(~np.isin(kernel_rows.dev, sorted(metric_devices)))
+    blocks.append(_select(kernel_rows, no_metric, metric="", mu=None))
+    blocks.append(other)
+    rows = _Rows.concat(blocks)
+    at = cycles.position(rows.cycle)
+    cycle_ms = cycles.cycle_ms[at]
+    return pd.DataFrame(
         {
             C.RUN: run.index,
             C.PID: pid,
-            C.DEVICE: "GPU " + metric_rows["dev"].astype(np.int64).astype(str),
-            C.CYCLE: metric_rows[C.CYCLE].astype(np.int64),
-            C.CYCLE_MS: metric_rows[C.CYCLE_MS],
-            C.ANCHOR: metric_rows[C.ANCHOR],
-            C.FUNCTION: metric_rows[C.FUNCTION],
-            C.FUNC_TYPE: metric_rows[C.FUNC_TYPE],
-            C.METRIC: metric_rows[C.METRIC],
-            C.TIME_MS: metric_rows[C.TIME_MS],
-            C.BETA_PCT: metric_rows[C.BETA_PCT],
-            C.MU: metric_rows[C.MU],
-            C.LAUNCHES: metric_rows[C.LAUNCHES].astype(np.float64),
+            C.DEVICE: _device_labels(rows.dev),
+            C.CYCLE: rows.cycle.astype(np.int64),
+            C.CYCLE_MS: cycle_ms,
+            C.ANCHOR: cycles.anchor[at],
+            C.FUNCTION: rows.function,
+            C.FUNC_TYPE: rows.func_type,
+            C.METRIC: rows.metric,
+            C.TIME_MS: rows.time_ms,
+            C.BETA_PCT: 100.0 * rows.time_ms / cycle_ms,
+            C.MU: rows.mu,
+            C.LAUNCHES: rows.launches.astype(np.float64),
         }
     )
+
+
+def _select(rows: _Rows, at: IntArray, *, metric: str, mu: FloatArray | None) -> _Rows:
+    """Rows ``at`` of ``rows``, labelled with one metric and its μ (None: NaN)."""
+    n = at.shape[0]
+    return _Rows(
+        dev=rows.dev[at],
+        cycle=rows.cycle[at],
+        function=rows.function[at],
+        func_type=rows.func_type[at],
+        time_ms=rows.time_ms[at],
+        launches=rows.launches[at],
+        metric=_constant(metric, n),
+        mu=np.full(n, np.nan) if mu is None else mu,
+    )
+
+
+def _constant(text: str, n: int) -> np.ndarray:
+    out = np.empty(n, dtype=object)
+    out[:] = text
     return out
 
 
-def _idle_rows(run: Run, in_cycle: np.ndarray, cycles: pd.DataFrame, idle_id: int) -> pd.DataFrame:
+def _device_labels(dev: IntArray) -> np.ndarray:
+    """``"GPU 3"`` for device 3, built once per distinct device."""
+    if dev.shape[0] == 0:
+        return np.empty(0, dtype=object)
+    devices, code = np.unique(dev, return_inverse=True)
+    labels = np.asarray([f"GPU {int(d)}" for d in devices], dtype=object)
+    return labels[code]
+
+
+def _kernel_rows(
+    run: Run, in_cycle: BoolArray, cycles: _Cycles, names: np.ndarray
+) -> tuple[_Rows, list[FloatArray], list[tuple[int, str]]]:
+    """One row per (device, cycle, function) that ran, sorted; and μ per metric series.
+
+    Time and launch count per group, and per metric series the time-weighted mean over the
+    group's launches that have a value: sum(duration x launch mean) / sum(duration).
+
+    The sums are pandas group-sums over exactly the rows, in exactly the order, that the
+    reference version summed: pandas picks its algorithm from the data (``reduceat`` when the
+    groups come sorted and hold no NaN, compensated summation otherwise), and the results
+    differ in the last bit between the two.
+    """
+    k = run.kernels
+    metric_names = [(s.device, s.name) for s in run.metrics]
+    dev = k.device[in_cycle]
+    if dev.shape[0] == 0:
+        return _empty_rows(), [np.zeros(0)] * len(metric_names), metric_names
+    cycle = k.cycle[in_cycle]
+    fid = k.name_id[in_cycle]
+    dur_ns = (k.end_ns - k.start_ns)[in_cycle]
+    key, decode = _pack_keys(dev, cycles.rank(cycle), fid, n_fid=names.shape[0])
+    grouped = pd.Series(dur_ns / 1e6).groupby(key, sort=True)
+    time_ms = grouped.sum()
+    group_key = time_ms.index.to_numpy()
+    g_dev, g_cycle_rank, g_fid = decode(group_key)
+    n = g_dev.shape[0]
+    rows = _Rows(
+        dev=g_dev,
+        cycle=cycles.sorted_index[g_cycle_rank],
+        function=names[g_fid],
+        func_type=_constant("kernel", n),
+        time_ms=np.asarray(time_ms.to_numpy(), dtype=np.float64),
+        launches=grouped.size().to_numpy().astype(np.float64),
+        metric=_constant("", n),
+        mu=np.full(n, np.nan),
+    )
+    dur = dur_ns.astype(np.float64)
+    series_means = launch_means(k.start_ns[in_cycle], k.end_ns[in_cycle], dev, run.metrics)
+    mus = []
+    for series, means in zip(run.metrics, series_means, strict=True):
+        on = (dev == series.device) & np.isfinite(means)
+        weighted = pd.DataFrame({"w": dur[on], "wv": dur[on] * means[on]})
+        sums = weighted.groupby(key[on], sort=True).sum()
+        mu = np.full(n, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mu[np.searchsorted(group_key, sums.index.to_numpy())] = (
+                sums["wv"].to_numpy() / sums["w"].to_numpy()
+            )
+        mus.append(mu)
+    return rows, mus, metric_names
+
+
+def _empty_rows() -> _Rows:
+    nothing = np.zeros(0)
+    return _Rows(
+        dev=np.zeros(0, dtype=np.int64),
+        cycle=np.zeros(0, dtype=np.int64),
+        function=np.empty(0, dtype=object),
+        func_type=np.empty(0, dtype=object),
+        time_ms=nothing,
+        launches=nothing,
+        metric=np.empty(0, dtype=object),
+        mu=nothing,
+    )
+
+
+def _pack_keys(
+    dev: IntArray, cycle_rank: IntArray, fid: IntArray, *, n_fid: int
+) -> tuple[IntArray, _Decoder]:
+    """One int64 per (device, cycle, function) whose order is theirs; and the way back."""
+    devices = np.unique(dev) if dev.shape[0] else np.zeros(0, dtype=np.int64)
+    dev_code = np.searchsorted(devices, dev)
+    n_cycles = int(cycle_rank.max()) + 1 if cycle_rank.shape[0] else 1
+    if max(devices.shape[0], 1) * n_cycles * max(n_fid, 1) >= _KEY_LIMIT:
+        raise InputError(  # not reachable with int64 cycle ranks and interned names in practice
+            f"too many (device, cycle, function) combinations to group ({devices.shape[0]} x "
+            f"{n_cycles} x {n_fid})"
+        )
+    key = (dev_code * n_cycles + cycle_rank) * n_fid + fid
+    return key, _Decoder(devices, n_cycles, n_fid)
+
+
+@dataclass(frozen=True)
+class _Decoder:
+    devices: IntArray
+    n_cycles: int
+    n_fid: int
+
+    def __call__(self, key: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        fid = key % self.n_fid
+        rest = key // self.n_fid
+        return self.devices[rest // self.n_cycles], rest % self.n_cycles, fid
+
+
+def _idle_rows(run: Run, in_cycle: BoolArray, cycles: _Cycles, idle_name: str) -> _Rows:
     """Cycle time with no kernel running, per device that ran kernels in this run."""
     k = run.kernels
     devices = np.unique(k.device)
-    if devices.shape[0] == 0:
-        return pd.DataFrame(columns=["dev", C.CYCLE, "fid", C.TIME_MS, C.LAUNCHES, C.FUNC_TYPE])
-    busy = pd.DataFrame(
-        {
-            "dev": k.device[in_cycle],
-            C.CYCLE: k.cycle[in_cycle],
-            "start": k.start_ns[in_cycle],
-            "end": k.end_ns[in_cycle],
-        }
-    ).sort_values(["dev", C.CYCLE, "start"], kind="stable")
-    # union of intervals: each kernel adds the part after the furthest end seen so far
-    group = busy.groupby(["dev", C.CYCLE], sort=False)
-    prev_end = group["end"].cummax().groupby([busy["dev"], busy[C.CYCLE]]).shift(1)
-    start = busy["start"].to_numpy(dtype=np.float64)
-    end = busy["end"].to_numpy(dtype=np.float64)
-    reach = np.fmax(start, prev_end.to_numpy(dtype=np.float64))
-    busy["union_ms"] = np.maximum(0.0, end - reach) / 1e6
-    union = busy.groupby(["dev", C.CYCLE])["union_ms"].sum()
-    grid = pd.MultiIndex.from_product([devices, cycles[C.CYCLE].to_numpy()], names=["dev", C.CYCLE])
-    union = union.reindex(grid, fill_value=0.0)
-    cycle_ms = cycles.set_index(C.CYCLE)[C.CYCLE_MS]
-    idle_ms = np.maximum(
-        0.0, cycle_ms.reindex(grid.get_level_values(C.CYCLE)).to_numpy() - union.to_numpy()
+    n_cycles = cycles.index.shape[0]
+    n = devices.shape[0] * n_cycles
+    union_ms = np.zeros((devices.shape[0], n_cycles), dtype=np.float64)
+    if devices.shape[0] and in_cycle.any():
+        dev = k.device[in_cycle]
+        cycle = k.cycle[in_cycle]
+        start = k.start_ns[in_cycle]
+        end = k.end_ns[in_cycle]
+        pair = np.searchsorted(devices, dev) * n_cycles + cycles.rank(cycle)
+        order = _stable_order(pair, start)
+        if order is not None:
+            pair, start, end = pair[order], start[order], end[order]
+        sums = _union_ms(pair, start, end)
+        dev_at, rank_at = np.divmod(sums.index.to_numpy(), n_cycles)
+        union_ms[dev_at, cycles.sorted_position[rank_at]] = sums.to_numpy()
+    cycle_ms = np.tile(cycles.cycle_ms, devices.shape[0])
+    idle_ms = np.maximum(0.0, cycle_ms - union_ms.reshape(-1))
+    return _Rows(
+        dev=np.repeat(devices, n_cycles),
+        cycle=np.tile(cycles.index, devices.shape[0]),
+        function=_constant(idle_name, n),
+        func_type=_constant("idle", n),
+        time_ms=idle_ms,
+        launches=np.full(n, np.nan),
+        metric=_constant("", n),
+        mu=np.full(n, np.nan),
     )
-    return pd.DataFrame(
-        {
-            "dev": grid.get_level_values("dev").to_numpy(),
-            C.CYCLE: grid.get_level_values(C.CYCLE).to_numpy(),
-            "fid": idle_id,
-            C.TIME_MS: idle_ms,
-            C.LAUNCHES: np.nan,
-            C.FUNC_TYPE: "idle",
-        }
-    )
+
+
+def _stable_order(pair: IntArray, start: IntArray) -> IntArray | None:
+    """Stable sort by (pair, start); None when already in that order (the usual case)."""
+    if pair.shape[0] < 2:
+        return None
+    pair_step = pair[1:] - pair[:-1]
+    if bool((pair_step >= 0).all()) and bool(((pair_step > 0) | (start[1:] >= start[:-1])).all()):
+        return None
+    return np.lexsort((start, pair))
+
+
+def _union_ms(pair: IntArray, start: IntArray, end: IntArray) -> pd.Series:
+    """Per (device, cycle) ``pair`` (sorted, then by start): the union of the intervals, ms.
+
+    Each kernel adds the part of it after the furthest end seen so far in its group.
+    """
+    new_group = np.empty(pair.shape[0], dtype=bool)
+    new_group[0] = True
+    np.not_equal(pair[1:], pair[:-1], out=new_group[1:])
+    group = np.cumsum(new_group) - 1
+    furthest = _grouped_cummax(end, group)
+    prev_end = np.empty(pair.shape[0], dtype=np.float64)
+    prev_end[1:] = furthest[:-1]
+    prev_end[new_group] = np.nan
+    reach = np.fmax(start.astype(np.float64), prev_end)
+    union = np.maximum(0.0, end.astype(np.float64) - reach) / 1e6
+    return pd.Series(union).groupby(pair, sort=True).sum()
+
+
+def _grouped_cummax(values: IntArray, group: IntArray) -> IntArray:
+    """Running maximum of ``values`` restarting at each group (``group`` non-decreasing).
+
+    Each group is lifted above every value of the groups before it, so one running maximum
+    over the whole array never carries across a group boundary.
+    """
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    if (int(group[-1]) + 1) * span < _KEY_LIMIT:
+        lift = group * span
+        return np.maximum.accumulate(values - low + lift) - lift + low
+    out: IntArray = pd.Series(values).groupby(group, sort=False).cummax().to_numpy()
+    return out
 
 
 def _transfer_rows(
-    table: TransferTable, cycles: pd.DataFrame, *, prefix: str, func_type: str
+    table: TransferTable, cycle_index: IntArray, *, prefix: str, func_type: str
 ) -> pd.DataFrame:
-    keep = np.isin(table.cycle, cycles[C.CYCLE].to_numpy())
+    keep = np.isin(table.cycle, cycle_index)
     if not keep.any():
         return pd.DataFrame()
     kinds = np.asarray(table.kind, dtype=object)[keep]
@@ -175,38 +387,15 @@ def _transfer_rows(
     return out
 
 
-def _metric_rows(run: Run, in_cycle: np.ndarray, base: pd.DataFrame) -> pd.DataFrame:
-    """One row per metric for kernel functions (μ = time-weighted mean over their launches)."""
-    k = run.kernels
-    dur = (k.end_ns - k.start_ns)[in_cycle].astype(np.float64)
-    frames = []
-    kernel_base = base[base[C.FUNC_TYPE] == "kernel"]
-    other = base[base[C.FUNC_TYPE] != "kernel"].copy()
-    other[C.METRIC] = ""
-    other[C.MU] = np.nan
-    metric_devices: set[int] = set()
-    for series in run.metrics:
-        means = kernel_metric_means(run, series)[in_cycle]
-        on = (k.device[in_cycle] == series.device) & np.isfinite(means)
-        metric_devices.add(series.device)
-        launches = pd.DataFrame(
-            {
-                "dev": k.device[in_cycle][on],
-                C.CYCLE: k.cycle[in_cycle][on],
-                "fid": k.name_id[in_cycle][on],
-                "w": dur[on],
-                "wv": dur[on] * means[on],
-            }
-        )
-        sums = launches.groupby(["dev", C.CYCLE, "fid"])[["w", "wv"]].sum()
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mu = (sums["wv"] / sums["w"]).rename(C.MU).reset_index()
-        rows = kernel_base[kernel_base["dev"] == series.device].merge(
-            mu, on=["dev", C.CYCLE, "fid"], how="left"
-        )
-        rows[C.METRIC] = series.name
-        frames.append(rows)
-    no_metric = kernel_base[~kernel_base["dev"].isin(sorted(metric_devices))].copy()
-    no_metric[C.METRIC] = ""
-    no_metric[C.MU] = np.nan
-    return pd.concat([*frames, no_metric, other], ignore_index=True)
+def _transfer_as_rows(frame: pd.DataFrame) -> _Rows:
+    n = len(frame)
+    return _Rows(
+        dev=frame["dev"].to_numpy(dtype=np.int64),
+        cycle=frame[C.CYCLE].to_numpy(dtype=np.int64),
+        function=frame[C.FUNCTION].to_numpy(dtype=object),
+        func_type=frame[C.FUNC_TYPE].to_numpy(dtype=object),
+        time_ms=frame[C.TIME_MS].to_numpy(dtype=np.float64),
+        launches=frame[C.LAUNCHES].to_numpy(dtype=np.float64),
+        metric=_constant("", n),
+        mu=np.full(n, np.nan),
+    )
