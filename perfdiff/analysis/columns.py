@@ -87,7 +87,10 @@ def normalise_cycle_table(table: pd.DataFrame, *, source: str = "<table>") -> pd
         column = table[name]
         try:
             if kind == "s":
-                out[name] = column.fillna("").astype(str).to_numpy(dtype=object)
+                # object, not pandas' "str" dtype: the statistics build sets and dicts of these
+                # columns, and iterating a "str" column boxes each value (about 1 us apiece)
+                text = column.fillna("").astype(str).to_numpy(dtype=object)
+                out[name] = pd.Series(text, index=out.index, dtype=object)
             else:
                 out[name] = column.to_numpy().astype(_dtype(kind))
         except (TypeError, ValueError) as exc:
