@@ -34,7 +34,7 @@ def _table_lines(markdown: str) -> list[str]:
 
 
 def test_rmsnorm_tables_in_the_page_are_the_fixture_output() -> None:
-    run = select_measure(_run("rmsnorm-h200.json.gz"), "kernels")
+    run = select_measure(_run("rmsnorm-h100.json.gz"), "kernels")
     expected = _table_lines(render_markdown(bench_view(run, None, None, BenchRules())))
     page = PAGE.read_text(encoding="utf-8").splitlines()
     assert len(expected) > 80
@@ -43,8 +43,8 @@ def test_rmsnorm_tables_in_the_page_are_the_fixture_output() -> None:
 
 
 def test_linalg_table_in_the_page_is_the_fixture_output() -> None:
-    before = _run("linalg-h200-magma.json.gz")
-    after = _run("linalg-h200-cusolver.json.gz")
+    before = _run("linalg-h100-magma.json.gz")
+    after = _run("linalg-h100-cusolver.json.gz")
     changes = compare_cases(before, after)
     text = render_markdown(bench_view(before, after, changes, BenchRules()))
     page = PAGE.read_text(encoding="utf-8")

@@ -1,5 +1,5 @@
-"""``perfdiff bench`` on the recorded GPU fixtures (fixtures/rmsnorm-h200*.json.gz,
-fixtures/linalg-h200-*.json.gz): A/A pairs flag nothing as regressed, MAGMA vs cuSOLVER flags
+"""``perfdiff bench`` on the recorded GPU fixtures (fixtures/rmsnorm-h100*.json.gz,
+fixtures/linalg-h100-*.json.gz): A/A pairs flag nothing as regressed, MAGMA vs cuSOLVER flags
 both ways.
 
 These fixtures were recorded with the GPU lead (``perfdiff.collect.kernels.lead``): an L2
@@ -38,23 +38,23 @@ def _load(name: str) -> BenchRun:
 
 
 def test_rmsnorm_rerun_flags_nothing_on_kernel_time() -> None:
-    a = select_measure(_load("rmsnorm-h200.json.gz"), "kernels")
-    b = select_measure(_load("rmsnorm-h200-rerun.json.gz"), "kernels")
+    a = select_measure(_load("rmsnorm-h100.json.gz"), "kernels")
+    b = select_measure(_load("rmsnorm-h100-rerun.json.gz"), "kernels")
     changes = compare_cases(a, b)
     assert len(changes) == 4 * 4 * 2 * 8
     assert Counter(c.verdict for c in changes) == {"no change": len(changes)}
 
 
 def test_fixtures_were_recorded_behind_the_gpu_lead() -> None:
-    for name in ("rmsnorm-h200.json.gz", "rmsnorm-h200-rerun.json.gz",
-                 "linalg-h200-magma.json.gz", "linalg-h200-cusolver.json.gz",
-                 "linalg-h200-cusolver-rerun.json.gz"):
+    for name in ("rmsnorm-h100.json.gz", "rmsnorm-h100-rerun.json.gz",
+                 "linalg-h100-magma.json.gz", "linalg-h100-cusolver.json.gz",
+                 "linalg-h100-cusolver-rerun.json.gz"):
         assert _load(name).params.get("lead_us") == 1000, name
 
 
 def test_rmsnorm_rerun_flags_nothing_regressed_on_the_default_measure() -> None:
-    a = _load("rmsnorm-h200.json.gz")
-    b = _load("rmsnorm-h200-rerun.json.gz")
+    a = _load("rmsnorm-h100.json.gz")
+    b = _load("rmsnorm-h100-rerun.json.gz")
     assert a.measure == b.measure == "span"
     changes = compare_cases(a, b)
     assert len(changes) == 4 * 4 * 2 * 8
@@ -62,8 +62,8 @@ def test_rmsnorm_rerun_flags_nothing_regressed_on_the_default_measure() -> None:
 
 
 def test_linalg_cusolver_rerun_flags_nothing_regressed() -> None:
-    a = _load("linalg-h200-cusolver.json.gz")
-    b = _load("linalg-h200-cusolver-rerun.json.gz")
+    a = _load("linalg-h100-cusolver.json.gz")
+    b = _load("linalg-h100-cusolver-rerun.json.gz")
     changes = compare_cases(a, b)
     assert len(changes) == 40
     assert [c.label for c in changes if c.verdict == "regressed"] == []
@@ -73,7 +73,7 @@ def test_linalg_cusolver_rerun_flags_nothing_regressed() -> None:
 
 
 def test_rmsnorm_span_differs_from_kernel_time_only_by_gaps() -> None:
-    a = _load("rmsnorm-h200.json.gz")
+    a = _load("rmsnorm-h100.json.gz")
     for case in a.cases.values():
         assert (case.kernel_ms <= case.gpu_ms + 1e-9).all(), case.label
     # one kernel per forward call for Triton and the extension: span == kernel time
@@ -84,8 +84,8 @@ def test_rmsnorm_span_differs_from_kernel_time_only_by_gaps() -> None:
 
 
 def test_linalg_magma_vs_cusolver_flags_both_directions() -> None:
-    magma = _load("linalg-h200-magma.json.gz")
-    cusolver = _load("linalg-h200-cusolver.json.gz")
+    magma = _load("linalg-h100-magma.json.gz")
+    cusolver = _load("linalg-h100-cusolver.json.gz")
     changes = {c.label: c for c in compare_cases(magma, cusolver)}
     assert len(changes) == 40
     big = "op=eigh device=cuda batch=[] n=1024 dtype=float32"
