@@ -19,12 +19,13 @@ from perfdiff.collect.backends import MetricSampler, Sources
 from perfdiff.collect.boundary_marks import attach_launch_records, take_mark_records
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
-from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS
+from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS, coverage_warning
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.collect.workloads.base import CyclePlan, Workload
 from perfdiff.markers import RecorderMarker, set_active_recorder
 from perfdiff.schema.model import (
     Collection,
+    CycleTable,
     Environment,
     MetricSeries,
     Run,
@@ -142,6 +143,24 @@ def run_collection(
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
 
 
+def _pm_coverage_warnings(metrics: list[MetricSeries], cycles: CycleTable) -> list[str]:
+    """One warning per device whose PM samples leave part of the measured cycles uncovered."""
+    measured = ~cycles.warmup
+    if not measured.any():
+        return []
+    span = (int(cycles.start_ns[measured][0]), int(cycles.end_ns[measured][-1]))
+    out = []
+    seen: set[int] = set()
+    for series in metrics:
+        if series.source != "pm_sampling" or series.device in seen or not series.interval_ns:
+            continue
+        seen.add(series.device)
+        text = coverage_warning(series.timestamps_ns, series.interval_ns, span)
+        if text is not None:
+            out.append(text if series.device == 0 else f"GPU {series.device}: {text}")
+    return out
+
+
 def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: CycleLog,
                          warnings: list[str]) -> None:
     """Launch records from the cycle boundary marks (boundary_marks.py), or a warning."""
@@ -235,6 +254,7 @@ def _build_run_file(
         warnings.append(f"CUPTI dropped {stopped.raw.dropped_records} activity records")
     if strings.names and not demangler_available():
         warnings.append("no C++ demangler (libstdc++) found; kernel names kept mangled")
+    warnings.extend(_pm_coverage_warnings(stopped.metrics, cycles))
     run = Run(
         index=0,
         pid=os.getpid(),

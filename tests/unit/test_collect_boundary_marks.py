@@ -153,3 +153,15 @@ def test_take_mark_records_only_takes_the_mark_stream() -> None:
     )
     assert take_mark_records(raw, (MARK_STREAM,)) == [2, 4]
     assert [k.name for k in raw.kernels] == ["k"] and [m.bytes for m in raw.memset] == [8]
+
+
+def test_pm_coverage_warning_names_the_holes_and_stays_quiet_when_covered() -> None:
+    from perfdiff.collect.pm_sampling import coverage_warning
+
+    full = np.arange(1, 101) * 10  # samples every 10 ns over (0, 1000]
+    assert coverage_warning(full, 10, (0, 1000)) is None
+    holed = np.concatenate((full[:40], full[60:90]))  # a 200 ns hole and a 100 ns missing tail
+    text = coverage_warning(holed, 10, (0, 1000))
+    assert text is not None and "cover 70.0 %" in text and "2 stretch(es)" in text
+    assert coverage_warning(np.array([], dtype=np.int64), 10, (0, 1000)) is not None
+    assert coverage_warning(full, 10, (5, 5)) is None

@@ -58,6 +58,12 @@ def test_kernels_start_after_their_launch_cycle_began(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["gpt-infer-normal", "gpt-infer-contended"])
 def test_pm_samples_cover_the_measured_cycles(name: str) -> None:
+    """PM samples run at the interval through the measured cycles, with at most a few holes.
+
+    The H100 recordings lost stretches (a 51 ms hole; 29 + 127 ms and a 40 ms tail with the
+    neighbour): fixtures/README.md says so, and collect now warns about it
+    (pm_sampling.coverage_warning). Coverage must stay above 75 %, values in [0, 100].
+    """
     rf = load_run_file(_path(name))
     run = rf.runs[0]
     for series in (m for m in run.metrics if m.source == "pm_sampling"):
@@ -65,7 +71,10 @@ def test_pm_samples_cover_the_measured_cycles(name: str) -> None:
         first = run.cycles.start_ns[~run.cycles.warmup][0]
         inside = (series.timestamps_ns >= first) & (series.timestamps_ns <= run.cycles.end_ns[-1])
         covered = inside.sum() * series.interval_ns / (run.cycles.end_ns[-1] - first)
-        assert covered > 0.98
+        assert covered > 0.75
+        gaps = np.diff(series.timestamps_ns[inside])
+        assert np.median(gaps) == series.interval_ns
+        assert int((gaps > 2 * series.interval_ns).sum()) <= 3
         assert float(np.nanmin(series.values)) >= 0.0 and float(np.nanmax(series.values)) <= 100.5
 
 
