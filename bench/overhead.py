@@ -58,6 +58,19 @@ class TimingMarker:
             self.durations.append((warmup, time.perf_counter_ns() - t0))
 
 
+def settings_for(mode: str) -> Any:
+    """The collection settings of a perfdiff mode (which sources are on)."""
+    from perfdiff.collect.session import CollectSettings
+
+    return {
+        "perfdiff": CollectSettings(),
+        "perfdiff-trace": CollectSettings(pm_sampling=False, nvml=False),
+        "perfdiff-trace-nvml": CollectSettings(pm_sampling=False),
+        "perfdiff-trace-pm": CollectSettings(nvml=False),
+        "perfdiff-api": CollectSettings(trace_api=True),
+    }[mode]
+
+
 def child(mode: str, cycles: int) -> None:
     from perfdiff.collect.workloads import get_workload_class
     from perfdiff.collect.workloads.base import CyclePlan, Workload
@@ -87,16 +100,10 @@ def child(mode: str, cycles: int) -> None:
 
     workload = Timed()
     if mode.startswith("perfdiff"):
-        from perfdiff.collect.session import CollectSettings, run_collection
+        from perfdiff.collect.session import run_collection
         from perfdiff.collect.sources import open_sources
 
-        settings = {
-            "perfdiff": CollectSettings(),
-            "perfdiff-trace": CollectSettings(pm_sampling=False, nvml=False),
-            "perfdiff-trace-nvml": CollectSettings(pm_sampling=False),
-            "perfdiff-trace-pm": CollectSettings(nvml=False),
-            "perfdiff-api": CollectSettings(trace_api=True),
-        }[mode]
+        settings = settings_for(mode)
         opened = open_sources(settings)
         outcome = run_collection(workload, plan, opened.sources, opened.environment, settings)
         extra = {"kernels": int(outcome.run_file.runs[0].kernels.name_id.size),
@@ -160,10 +167,10 @@ def child_alternating(mode: str, cycles: int, blocks: int) -> None:
         if kind == "bare":
             Ready().run(NullMarker(), plan)
         elif kind.startswith("perfdiff"):
-            from perfdiff.collect.session import CollectSettings, run_collection
+            from perfdiff.collect.session import run_collection
             from perfdiff.collect.sources import open_sources
 
-            settings = CollectSettings(trace_api=kind == "perfdiff-api")
+            settings = settings_for(kind)
             opened = open_sources(settings)
             outcome = run_collection(Ready(), plan, opened.sources, opened.environment, settings)
             if outcome.run_file.collection.warnings:

@@ -24,7 +24,7 @@ import numpy as np
 
 from perfdiff.schema.io import load_run_file
 
-CYCLES = 60
+CYCLES = 150
 MIN_US = 10.0
 TOLERANCE = 0.02
 
