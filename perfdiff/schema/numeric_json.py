@@ -22,8 +22,12 @@ Results are identical to ``json.loads`` followed by ``numpy.asarray``, by constr
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
+import io
 import json
 import secrets
+import sys
 from typing import Any
 
 import numpy as np
@@ -32,6 +36,8 @@ from perfdiff.schema.model import FloatArray, IntArray
 
 # Shorter arrays are not worth the bookkeeping: json.loads handles them.
 MIN_CHUNK_BYTES = 1024
+# Float arrays at least this long are parsed with pandas even if it is not loaded yet.
+_PANDAS_WORTH_BYTES = 32 * 2**20
 
 _POWERS_OF_TEN = tuple(10**k for k in range(1, 19))
 _INT64_MAX = np.iinfo(np.int64).max
@@ -216,6 +222,9 @@ def number_array(chunk: bytes) -> NumberArray | None:
     """
     if not chunk:
         return None
+    constant = _constant_ints(chunk)
+    if constant is not None:
+        return NumberArray(chunk, ints=constant)
     if not any(mark in chunk for mark in _READ_AS_ZERO) and not _lone_minus(chunk):
         ints = _fromstring(chunk, np.int64)
         if ints is not None:
@@ -225,16 +234,38 @@ def number_array(chunk: bytes) -> NumberArray | None:
     return _float_array(chunk)
 
 
+def _constant_ints(chunk: bytes) -> IntArray | None:
+    """A column holding one integer throughout (device, stream, grid and block sizes).
+
+    Why a shortcut: such columns are most of a kernel table's bytes and numpy parses them at
+    ~10 ns per element; comparing the chunk with the value repeated is a ``memcmp``.
+    """
+    comma = chunk.find(b",")
+    if comma <= 0:
+        return None
+    token = chunk[:comma]
+    count = len(chunk) // (comma + 1) + 1
+    if count * (comma + 1) - 1 != len(chunk) or chunk != (token + b",") * (count - 1) + token:
+        return None
+    try:
+        value = int(token)
+    except ValueError:
+        return None
+    if str(value).encode() != token or not _INT64_MIN < value < _INT64_MAX:
+        return None  # not canonical JSON (+1, 01, -0, 1_0), or numpy's limits
+    return np.full(count, value, dtype=np.int64)
+
+
 def _lone_minus(chunk: bytes) -> bool:
     return b"-" in chunk and (b"-," in chunk or chunk.endswith(b"-"))
 
 
 def _float_array(chunk: bytes) -> NumberArray | None:
-    """Floats (and null) where JSON's grammar holds and numpy's value is Python's.
+    """Floats (and null) where JSON's grammar holds and the parsed value is Python's.
 
-    numpy's ``strtod`` reads what JSON writes, correctly rounded like ``float()``, but it also
-    reads forms JSON forbids: ``.5``, ``5.``, ``+5``, ``05``. :func:`_float_grammar_ok` rejects
-    those; the parser rejects the rest (``1e``, ``1.5.5``, letters) by not reading to the end.
+    The parsers below read what JSON writes, correctly rounded like ``float()``, but they also
+    read forms JSON forbids: ``.5``, ``5.``, ``05``. :func:`_float_grammar_ok` rejects those; the
+    parser rejects the rest (``1e``, ``1.5.5``, letters) by failing on the element.
     """
     nulls = chunk.count(_NULL)
     checked = chunk
@@ -246,7 +277,7 @@ def _float_array(chunk: bytes) -> NumberArray | None:
         checked = chunk.replace(_NULL, b"0")
     if not _float_grammar_ok(checked):
         return None
-    floats = _fromstring(chunk.replace(_NULL, b"nan") if nulls else chunk, np.float64)
+    floats = _parse_floats(chunk, nulls)
     if floats is None or int(np.count_nonzero(np.isnan(floats))) != nulls:
         return None
     # infinity: an integer beyond float range, which Python refuses to convert; negative zero:
@@ -254,6 +285,49 @@ def _float_array(chunk: bytes) -> NumberArray | None:
     if np.isinf(floats).any() or (np.signbit(floats) & (floats == 0)).any():
         return None
     return NumberArray(chunk, floats=floats)
+
+
+def _parse_floats(chunk: bytes, nulls: int) -> FloatArray | None:
+    """Parse a grammar-checked float list: pandas' reader where it is exact, else numpy's.
+
+    Why pandas: from 3.1 on its CSV reader converts with fast_float, correctly rounded like
+    ``float()`` and about five times faster than numpy's ``fromstring`` (about 40 against
+    190 ns for a 17-digit value: half a million samples per metric make that a tenth of a
+    second). It is used only where pandas is already loaded (``compare``) or the array is big
+    enough to pay for importing it. No DataFrame leaves this function.
+    """
+    if _pandas_floats_exact() and ("pandas" in sys.modules or len(chunk) >= _PANDAS_WORTH_BYTES):
+        import pandas as pd
+
+        try:
+            frame = pd.read_csv(
+                io.BytesIO(chunk), header=None, lineterminator=",", dtype=np.float64,
+                na_values=["null"], keep_default_na=False, skip_blank_lines=False, engine="c",
+            )
+        except (ValueError, pd.errors.ParserError):
+            return None
+        values: FloatArray = frame[0].to_numpy(dtype=np.float64)
+        if values.shape[0] != chunk.count(b",") + 1:
+            return None
+        return values
+    parsed: FloatArray | None = _fromstring(
+        chunk.replace(_NULL, b"nan") if nulls else chunk, np.float64
+    )
+    return parsed
+
+
+@functools.cache
+def _pandas_floats_exact() -> bool:
+    """pandas >= 3.1 parses every float with one correctly rounded converter (fast_float)."""
+    try:
+        version = importlib.metadata.version("pandas")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    parts = version.split(".")
+    try:
+        return (int(parts[0]), int(parts[1])) >= (3, 1)
+    except (IndexError, ValueError):
+        return False
 
 
 def _float_grammar_ok(chunk: bytes) -> bool:

@@ -43,6 +43,25 @@ def _same_bits(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+PARSERS = pytest.mark.parametrize("parser", ["pandas", "numpy"])
+
+
+def _number_array(text: bytes, parser: str) -> numeric_json.NumberArray | None:
+    """numeric_json.number_array with floats parsed by pandas (if exact here) or by numpy."""
+    with pytest.MonkeyPatch.context() as patch:
+        if parser == "numpy":
+            patch.setattr(numeric_json, "_pandas_floats_exact", lambda: False)
+        return numeric_json.number_array(text)
+
+
+def test_pandas_float_parser_is_used_where_exact() -> None:
+    """The test environment's pandas (3.1+) is the fast path; older ones fall back to numpy."""
+    import pandas as pd
+
+    major, minor = (int(p) for p in pd.__version__.split(".")[:2])
+    assert numeric_json._pandas_floats_exact() == ((major, minor) >= (3, 1))
+
+
 def _column(array: numeric_json.NumberArray) -> np.ndarray[Any, Any]:
     ints = array.int64()
     return ints if ints is not None else array.float64()
@@ -71,9 +90,10 @@ def test_integer_lists_parse_exactly(values: list[int]) -> None:
                 min_size=1, max_size=40))
 @example([-0.0, 1])
 @example([0.1, None, 5e-324, 1.7976931348623157e308])
-def test_float_lists_parse_exactly(values: list[float | int | None]) -> None:
+@PARSERS
+def test_float_lists_parse_exactly(parser: str, values: list[float | int | None]) -> None:
     text = json.dumps(values, separators=(",", ":"))[1:-1].encode()
-    parsed = numeric_json.number_array(text)
+    parsed = _number_array(text, parser)
     if parsed is None:
         return  # allowed: the plain path reads it (e.g. -0.0, or only integers beyond int64)
     assert _same_bits(parsed.float64(), _reference_floats(text))
@@ -82,14 +102,17 @@ def test_float_lists_parse_exactly(values: list[float | int | None]) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text("0123456789", min_size=1, max_size=25), min_size=1, max_size=8),
        st.lists(st.integers(-400, 400), min_size=8, max_size=8))
-def test_long_decimals_round_like_python(mantissas: list[str], exponents: list[int]) -> None:
+@PARSERS
+def test_long_decimals_round_like_python(
+    parser: str, mantissas: list[str], exponents: list[int]
+) -> None:
     """numpy's float parser must round every decimal the way ``float()`` does."""
     tokens = []
     for digits, exponent in zip(mantissas, exponents, strict=False):
         digits = digits.lstrip("0") or "0"
         tokens.append(f"{digits[0]}.{digits[1:] or '0'}e{exponent}")
     text = ",".join(tokens).encode()
-    parsed = numeric_json.number_array(text)
+    parsed = _number_array(text, parser)
     reference = _reference_floats(text)
     if np.isinf(reference).any() or (np.signbit(reference) & (reference == 0)).any():
         return
@@ -98,7 +121,7 @@ def test_long_decimals_round_like_python(mantissas: list[str], exponents: list[i
 
 
 @settings(max_examples=2000, deadline=None)
-@given(st.text("0123456789,-+.eEnul x", min_size=1, max_size=30))
+@given(st.text("0123456789,-+.eEnul x_", min_size=1, max_size=30))
 @example("01,2")
 @example("1.,2")
 @example(".5")
@@ -111,9 +134,12 @@ def test_long_decimals_round_like_python(mantissas: list[str], exponents: list[i
 @example("1null")
 @example("1e05,0.5E-07,-3")
 @example("1 ,2")
-def test_nothing_invalid_gets_through(text: str) -> None:
+@example("1e5e3,2.5")
+@example("1.5.5,2.5")
+@PARSERS
+def test_nothing_invalid_gets_through(parser: str, text: str) -> None:
     """Whatever the fast path accepts, json.loads accepts too, with the same values."""
-    parsed = numeric_json.number_array(text.encode())
+    parsed = _number_array(text.encode(), parser)
     if parsed is None:
         return
     reference = json.loads("[" + text + "]")
@@ -123,6 +149,26 @@ def test_nothing_invalid_gets_through(text: str) -> None:
     else:
         assert parsed.int64() is None
         assert _same_bits(parsed.float64(), _reference_floats(text.encode()))
+
+
+@pytest.mark.parametrize("token", [
+    "0", "7", "-5", "132", "9223372036854775806", "-9223372036854775807",
+    "9223372036854775807", "+1", "01", "-0", "1_0", " 1", "1.0", "null", "٣",
+])
+@pytest.mark.parametrize("count", [1, 2, 1000])
+def test_constant_columns(token: str, count: int) -> None:
+    """One value repeated (device, stream, grid sizes): the memcmp shortcut or the plain path."""
+    text = ",".join([token] * count).encode()
+    parsed = numeric_json.number_array(text)
+    try:
+        reference = json.loads(b"[" + text + b"]")
+    except ValueError:
+        assert parsed is None
+        return
+    if parsed is not None:
+        assert parsed.as_list() == reference
+        if parsed.ints is not None:
+            assert _same_bits(parsed.ints, np.asarray(reference, dtype=np.int64))
 
 
 def _documents() -> st.SearchStrategy[Any]:
