@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Side-by-side scale benchmark: `perfdiff compare` of two 1,000,000-launch run files with the code
+# of two commits, alternating (before, after, before, after, ...) so that both see the same load
+# from whatever else runs on the machine. Each commit's perfdiff/ is exported with `git archive`
+# into a scratch folder and put first on PYTHONPATH (the venv's packages are shared).
+# Prints one markdown table row per run (load average, wall, CPU user+sys, peak RSS) and whether
+# the two commits wrote byte-identical reports.
+# Usage: bench/scale_compare.sh [BEFORE_COMMIT] [AFTER_COMMIT] [REPEAT] [OUT_DIR]
+# Defaults: 3ee081a (before the scale work of 2026-11-22 04:30 UTC), HEAD, 3, /tmp/perfdiff-scale
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BEFORE=${1:-3ee081a}
+AFTER=${2:-HEAD}
+REPEAT=${3:-3}
+OUT=${4:-/tmp/perfdiff-scale}
+PY=$PWD/.venv/bin/python
+mkdir -p "$OUT"
+if [ ! -f "$OUT/scale-normal.json.gz" ] || [ ! -f "$OUT/scale-abnormal.json.gz" ]; then
+  "$PY" bench/scale_generate.py "$OUT"
+fi
+SRC=$(mktemp -d)
+trap 'rm -rf "$SRC"' EXIT
+for side in before after; do
+  commit=$BEFORE
+  [ "$side" = after ] && commit=$AFTER
+  mkdir -p "$SRC/$side"
+  git archive "$commit" perfdiff | tar -x -C "$SRC/$side"
+  (cd "$SRC/$side" && PYTHONPATH="$SRC/$side" "$PY" -c 'import perfdiff, sys
+sys.exit(0 if perfdiff.__file__.startswith(sys.argv[1]) else "perfdiff not imported from " + sys.argv[1])' "$SRC/$side")
+done
+PIN=()
+if command -v taskset >/dev/null && [ "$(nproc)" -gt 2 ]; then PIN=(taskset -c 0,1); fi
+echo "machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "before: $(git rev-parse --short "$BEFORE"), after: $(git rev-parse --short "$AFTER")"
+echo
+echo "| run | code | load avg (1 min) | wall | CPU (user+sys) | peak RSS |"
+echo "|---|---|---|---|---|---|"
+for i in $(seq "$REPEAT"); do
+  for side in before after; do
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    # run from the exported tree: `python -c` puts the working folder first on sys.path
+    (cd "$SRC/$side" && PYTHONPATH="$SRC/$side" /usr/bin/time -v "${PIN[@]}" "$PY" -c \
+      'import sys; from perfdiff.cli.app import main; sys.argv[0] = "perfdiff"; main()' \
+      compare "$OUT/scale-normal.json.gz" "$OUT/scale-abnormal.json.gz" \
+      -o "$OUT/report-$side.md" 2> "$OUT/time-$side.txt")
+    wall=$(grep 'Elapsed (wall clock)' "$OUT/time-$side.txt" | awk '{n = split($NF, p, ":"); s = 0;
+      for (j = 1; j <= n; j++) s = s * 60 + p[j]; printf "%.2f", s}')
+    rss=$(grep 'Maximum resident set size' "$OUT/time-$side.txt" | awk '{print $NF}')
+    cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {printf "%.2f", s}' "$OUT/time-$side.txt")
+    echo "| $i | $side | $load | $wall s | $cpu s | $((rss / 1024)) MiB |"
+  done
+done
+echo
+if cmp -s "$OUT/report-before.md" "$OUT/report-after.md"; then
+  echo "reports: byte-identical"
+else
+  echo "reports: DIFFERENT (diff $OUT/report-before.md $OUT/report-after.md)"
+fi
