@@ -35,15 +35,26 @@ from perfdiff.analysis.model import (
     TestUnit,
     Verdict,
 )
-from perfdiff.analysis.noise import inflation, interval_se, noise_model, relative_logs
+from perfdiff.analysis.noise import (
+    idle_cycle_floor,
+    inflation,
+    interval_se,
+    noise_model,
+    paired_inflation,
+    paired_positions,
+    relative_logs,
+)
 from perfdiff.analysis.processes import align_pids
 from perfdiff.analysis.sides import SideMeta
 from perfdiff.analysis.stats import (
     ABS_SE_FLOOR,
+    REL_SE_FLOOR,
+    WelchResult,
     bh_qvalues,
     bootstrap_delta_ci,
     mann_whitney_p,
     minimum_detectable_floored,
+    paired_by_position,
     welch,
 )
 from perfdiff.analysis.summary import (
@@ -96,7 +107,7 @@ def compare_tables(
         return seed_comparison(tables, metas, labels, opts, comparable, tuple(notes))
     n_runs = [int(t[C.RUN].nunique()) for t in tables]
     unit: TestUnit = "runs" if min(n_runs) >= 2 else "batch means"
-    notes.append(_unit_note(unit, n_runs, opts.n_batches))
+    notes.append(_unit_note(unit, n_runs, opts.n_batches, opts.run_cv_pct))
     note = collective_note(
         set(tables[0][C.DEVICE]) | set(tables[1][C.DEVICE]),
         set(tables[0][C.FUNCTION]) | set(tables[1][C.FUNCTION]),
@@ -143,7 +154,7 @@ def compare_tables(
     )
 
 
-def _unit_note(unit: TestUnit, n_runs: list[int], n_batches: int) -> str:
+def _unit_note(unit: TestUnit, n_runs: list[int], n_batches: int, run_cv_pct: float) -> str:
     if unit == "runs":
         return (
             f"Tests use run-level means ({n_runs[0]} vs {n_runs[1]} runs): consecutive cycles "
@@ -151,7 +162,9 @@ def _unit_note(unit: TestUnit, n_runs: list[int], n_batches: int) -> str:
         )
     return (
         f"One run on at least one side: tests use batch means (up to {n_batches} batches of "
-        "consecutive cycles per side), since consecutive cycles are correlated."
+        "consecutive cycles per side), since consecutive cycles are correlated. One run cannot "
+        f"show run-to-run variation: the tests assume {run_cv_pct:g} % per single-run side "
+        "(--run-cv-pct); record >= 2 runs per side to measure it instead."
     )
 
 
@@ -258,35 +271,54 @@ def _function_stats(
     t = [group_rows(u.time_ms, group).reindex(columns=common).to_numpy() for u in units]
     b = [group_rows(u.beta_pct, group).reindex(columns=common).to_numpy() for u in units]
     rel_floor, batched = noise_model(units, group, opts, unit)
-    scale_t = inflation(units, group, common, "time", batched, opts.n_batches)
-    scale_b = inflation(units, group, common, "beta", batched, opts.n_batches)
+    paired = batched and paired_positions(units, group)
     # GPU idle is the remainder of the cycle: between runs it moves with the whole cycle (host
     # speed, launch overhead), so its run-to-run floor is relative to the cycle, not to itself.
     is_idle = np.asarray([name == C.IDLE_FUNCTION for name in common])
-    cycle_floor = rel_floor if batched else 0.0
-    w_time = welch(
-        t[0],
-        t[1],
-        rel_floor=rel_floor,
-        abs_floor=np.where(is_idle, cycle_floor * np.nan_to_num(cycle_ms), ABS_SE_FLOOR),
-        var_scale_normal=scale_t[0],
-        var_scale_abnormal=scale_t[1],
-    )
-    w_beta = welch(
-        b[0],
-        b[1],
-        rel_floor=rel_floor,
-        abs_floor=np.where(is_idle, cycle_floor * 100.0, ABS_SE_FLOOR),
-        var_scale_normal=scale_b[0],
-        var_scale_abnormal=scale_b[1],
-    )
+    cycle_floor = idle_cycle_floor(units, group, opts, unit)
+    row_floor = np.where(is_idle, REL_SE_FLOOR, rel_floor)  # idle's is in `floors`
+    floors = {
+        "time": np.where(is_idle, cycle_floor * np.nan_to_num(cycle_ms), ABS_SE_FLOOR),
+        "beta": np.where(is_idle, cycle_floor * 100.0, ABS_SE_FLOOR),
+    }
+    tests: dict[str, WelchResult] = {}
+    noise_t = inflation(units, group, common, "time", batched, opts.n_batches)
+    for what, samples in (("time", t), ("beta", b)):
+        if paired:
+            pair_noise = paired_inflation(units, group, common, what, opts.n_batches)
+            tests[what] = paired_by_position(
+                samples[0],
+                samples[1],
+                rel_floor=row_floor,
+                abs_floor=floors[what],
+                var_scale=pair_noise.scale,
+                df_factor=pair_noise.df_factor,
+            )
+            continue
+        side_noise = (
+            noise_t
+            if what == "time"
+            else inflation(units, group, common, what, batched, opts.n_batches)
+        )
+        tests[what] = welch(
+            samples[0],
+            samples[1],
+            rel_floor=row_floor,
+            abs_floor=floors[what],
+            var_scale_normal=side_noise[0].scale,
+            var_scale_abnormal=side_noise[1].scale,
+            df_factor_normal=side_noise[0].df_factor,
+            df_factor_abnormal=side_noise[1].df_factor,
+        )
+    w_time, w_beta = tests["time"], tests["beta"]
     u_beta = mann_whitney_p(b[0], b[1])
     ci_low, ci_high = bootstrap_delta_ci(
         t[0],
         t[1],
         resamples=opts.bootstrap_resamples,
         rng=_rng_for(group, opts.seed),
-        target_se=interval_se(t, w_time.se, scale_t, batched),
+        target_se=interval_se(t, w_time.se, noise_t, batched),
+        target_df=w_time.df if batched else None,
     )
     primary = w_time if comparable else w_beta
     threshold = (
@@ -297,19 +329,17 @@ def _function_stats(
     m_tests = max(1, len(common))
     # 80 % power for a change that must also *exceed* the practical threshold
     # ... against the SE the test will have at that change (the run-to-run floor grows with it)
-    primary_abs_floor = (
-        np.where(is_idle, cycle_floor * np.nan_to_num(cycle_ms), ABS_SE_FLOOR)
-        if comparable
-        else np.where(is_idle, cycle_floor * 100.0, ABS_SE_FLOOR)
-    )
+    primary_abs_floor = floors["time"] if comparable else floors["beta"]
     mde = minimum_detectable_floored(
         primary.se,
         primary.df,
         opts.alpha / m_tests,
         mean_normal=primary.mean_normal,
-        rel_floor=rel_floor,
+        rel_floor=row_floor,
         abs_floor=primary_abs_floor,
         threshold=threshold,
+        # run-to-run offsets are factors: between runs, a slower kernel spreads more in ms
+        abnormal_var_share=primary.abnormal_var_share if unit == "runs" else 0.0,
     )
     types = {**group_types(units[1].func_type, group), **group_types(units[0].func_type, group)}
     out = []

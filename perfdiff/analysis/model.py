@@ -38,6 +38,9 @@ class CompareOptions:
     # added by the statistics: run-to-run variation (coefficient of variation, %) assumed when a
     # side has one run, since one run cannot show it (docs/explanation/statistics.md)
     run_cv_pct: float = 2.0
+    # added by the statistics (issue 6): the same assumption for GPU idle, in % of the *cycle*
+    # time (idle is the remainder of the cycle and moves with it); None: run_cv_pct
+    idle_run_cv_pct: float | None = None
 
 
 @dataclass(frozen=True)

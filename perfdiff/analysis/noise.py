@@ -7,6 +7,7 @@ statistics.md, "The tests"); one module states them all.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,8 +15,9 @@ from perfdiff.analysis import columns as C
 from perfdiff.analysis.model import CompareOptions
 from perfdiff.analysis.stats import (
     REL_SE_FLOOR,
+    autocorrelation_model,
+    batch_df_factor,
     batch_variance_inflation,
-    lag1_autocorrelation,
     welch,
 )
 from perfdiff.analysis.units import SideUnits, group_rows
@@ -38,12 +40,38 @@ def noise_model(
     return max(REL_SE_FLOOR, floor), True
 
 
+def idle_cycle_floor(
+    units: tuple[SideUnits, SideUnits], group: tuple[int, str], opts: CompareOptions, unit: str
+) -> float:
+    """Floor of GPU idle's SE as a share of the cycle time (0 when runs are the unit).
+
+    Why apart from the kernels': idle is the remainder of the cycle; from run to run it moves
+    with the whole cycle (host speed, launch queue), not by a share of itself (real A/A: idle
+    0.65-0.96 ms of a 5.8 ms cycle). ``idle_run_cv_pct`` states that assumption, in % of the
+    cycle, per single-run side; by default it is ``run_cv_pct``.
+    """
+    if unit == "runs":
+        return 0.0
+    pct = opts.run_cv_pct if opts.idle_run_cv_pct is None else opts.idle_run_cv_pct
+    single = sum(1 for u in units if _runs_in(u, group) < 2)
+    return float(np.sqrt(single) * pct / 100.0)
+
+
 def _runs_in(u: SideUnits, group: tuple[int, str]) -> int:
     index = u.per_cycle_time_ms.index
     mask = (index.get_level_values(C.PID) == group[0]) & (
         index.get_level_values(C.DEVICE) == group[1]
     )
     return len(set(index.get_level_values(C.RUN)[mask]))
+
+
+@dataclass(frozen=True)
+class BatchNoise:
+    """Per column: what multiplies the naive batch-means variance of the mean (AR(1)
+    inflation), and the share of its degrees of freedom that variance is worth."""
+
+    scale: FloatArray
+    df_factor: FloatArray
 
 
 def inflation(
@@ -53,30 +81,72 @@ def inflation(
     what: str,
     batched: bool,
     n_batches: int,
-) -> tuple[FloatArray, FloatArray]:
-    """Per-side variance inflation of batch means for autocorrelated cycles (1 for runs)."""
+) -> tuple[BatchNoise, BatchNoise]:
+    """Per-side correction of batch means for autocorrelated cycles (none for runs)."""
+    out = []
+    for series in _per_cycle(units, group, common, what):
+        out.append(_batch_noise(series, n_batches) if batched else _no_correction(len(common)))
+    return out[0], out[1]
+
+
+def _no_correction(columns: int) -> BatchNoise:
+    return BatchNoise(scale=np.ones(columns), df_factor=np.ones(columns))
+
+
+def _batch_noise(series: FloatArray, n_batches: int) -> BatchNoise:
+    phi, share = autocorrelation_model(series)
+    n = series.shape[0]
+    return BatchNoise(
+        scale=batch_variance_inflation(phi, n, n_batches, share),
+        df_factor=batch_df_factor(phi, n, n_batches, share),
+    )
+
+
+def _per_cycle(
+    units: tuple[SideUnits, SideUnits], group: tuple[int, str], common: list[str], what: str
+) -> list[FloatArray]:
     out = []
     for u in units:
         frame = u.per_cycle_time_ms if what == "time" else u.per_cycle_beta_pct
-        series = group_rows(frame, group).reindex(columns=common).fillna(0.0).to_numpy()
-        if not batched:
-            out.append(np.ones(len(common)))
-            continue
-        rho = lag1_autocorrelation(series)
-        out.append(batch_variance_inflation(rho, series.shape[0], n_batches))
-    return out[0], out[1]
+        out.append(group_rows(frame, group).reindex(columns=common).fillna(0.0).to_numpy())
+    return out
+
+
+def paired_positions(units: tuple[SideUnits, SideUnits], group: tuple[int, str]) -> bool:
+    """Whether batch j of one side can be paired with batch j of the other: one run on each
+    side and equally many cycles, so that batches cover the same cycles of their runs and a
+    profile along the run (leftover warm-up) cancels (``stats.paired_by_position``)."""
+    sizes = []
+    for u in units:
+        if _runs_in(u, group) != 1:
+            return False
+        sizes.append(len(group_rows(u.per_cycle_time_ms, group).index))
+    return sizes[0] == sizes[1]
+
+
+def paired_inflation(
+    units: tuple[SideUnits, SideUnits],
+    group: tuple[int, str],
+    common: list[str],
+    what: str,
+    n_batches: int,
+) -> BatchNoise:
+    """AR(1) correction of the paired batch differences, with ρ from the per-cycle differences
+    (the shared profile cancels there too, so it does not pass for autocorrelation)."""
+    normal, abnormal = _per_cycle(units, group, common, what)
+    return _batch_noise(abnormal - normal, n_batches)
 
 
 def interval_se(
     samples: list[np.ndarray],
     test_se: FloatArray,
-    scale: tuple[FloatArray, FloatArray],
+    noise: tuple[BatchNoise, BatchNoise],
     batched: bool,
 ) -> FloatArray:
-    """The SE an interval should have: the test's, minus the 0.25 % resolution floor.
+    """The SE an interval should have: the test's, minus the numerical floor.
 
-    That floor keeps z finite for near-constant data; in an interval it would only add width
-    (measured over-coverage). The run-to-run floor of single-run sides stays: it is real spread.
+    That floor keeps z finite for near-constant data; in an interval it would only add width.
+    The run-to-run floor of single-run sides stays: it is real (assumed) spread.
     """
     if batched:
         return test_se
@@ -85,8 +155,8 @@ def interval_se(
         samples[1],
         rel_floor=0.0,
         abs_floor=0.0,
-        var_scale_normal=scale[0],
-        var_scale_abnormal=scale[1],
+        var_scale_normal=noise[0].scale,
+        var_scale_abnormal=noise[1].scale,
     ).se
     return np.asarray(np.where(plain > 0, plain, test_se), dtype=np.float64)
 

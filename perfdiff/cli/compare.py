@@ -137,6 +137,11 @@ def compare(
     threshold: Annotated[float, typer.Option(
         "--threshold", min=0.0, help="Practical threshold: a function's change of time per "
         "cycle must exceed this % of cycle time to count.")] = 1.0,
+    run_cv_pct: Annotated[float, typer.Option(
+        "--run-cv-pct", min=0.0, metavar="PCT",
+        help="Run-to-run variation (CV, %) assumed for a side recorded in one run, which "
+        "cannot show it; GPU idle: % of the cycle. Ignored with >= 2 runs per side (measured "
+        "there).")] = 2.0,
     fail_on_regression: Annotated[float | None, typer.Option(
         "--fail-on-regression", min=0.0, metavar="PCT",
         help="Exit with code 1 when the cycle time, or a function's time per cycle (as % of "
@@ -163,7 +168,8 @@ def compare(
     from perfdiff.report.terminal import render_terminal
 
     options = CompareOptions(alpha=alpha, practical_threshold_pct=threshold,
-                             seed_compatible=seed_compatible, top=top, force=force)
+                             seed_compatible=seed_compatible, top=top, force=force,
+                             run_cv_pct=run_cv_pct)
     if plots is not None:
         from perfdiff.report.plots import ensure_plotting
 

@@ -58,6 +58,13 @@ def _parser() -> argparse.ArgumentParser:
         help="CompareOptions.run_cv_pct to measure (default: the statistics' own default)",
     )
     parser.add_argument(
+        "--assume",
+        choices=("matched", "fixed"),
+        default="matched",
+        help="one-run cells: assume each cell's true run offset (matched), or the options' "
+        "run_cv_pct whatever the truth (fixed; implied by --run-cv-pct)",
+    )
+    parser.add_argument(
         "--design", choices=("both", "one-run", "five-runs"), default="both", help="which designs"
     )
     parser.add_argument("-o", "--output", type=Path, default=None, help="write markdown here")
@@ -74,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     options = CompareOptions()
     if args.run_cv_pct is not None:
         options = dataclasses.replace(options, run_cv_pct=args.run_cv_pct)
+    matched = args.assume == "matched" and args.run_cv_pct is None
     started = time.perf_counter()
     parts = [
         "# perfdiff statistics validation",
@@ -81,8 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         f"Command: `python -m perfdiff.analysis.validate {' '.join(argv or sys.argv[1:])}`; "
         f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, "
         f"{args.workers} workers; alpha = {options.alpha}, practical threshold "
-        f"{options.practical_threshold_pct} % of cycle time, run_cv_pct {options.run_cv_pct} %, "
-        f"seed {args.seed}.",
+        f"{options.practical_threshold_pct} % of cycle time, "
+        + (
+            "one-run cells assume their true run offset (run_cv_pct = offset, "
+            "idle_run_cv_pct = 0: the simulator's truth)"
+            if matched
+            else f"run_cv_pct {options.run_cv_pct} % in every cell"
+        )
+        + f", seed {args.seed}.",
     ]
     if not args.no_sim:
         lag1s = args.lag1s or ((0.0, 0.9) if args.quick else LAG1S)
@@ -96,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             base_seed=args.seed,
             workers=args.workers,
             progress=_progress,
+            matched=matched,
         )
         scores = [score(result, options.alpha) for result in results]
         parts += [
