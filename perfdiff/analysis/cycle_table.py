@@ -85,6 +85,9 @@ class _Cycles:
 
     def rank(self, cycle: IntArray) -> IntArray:
         """Rank of each (measured) cycle index among the measured cycles, ascending."""
+        first = int(self.sorted_index[0])
+        if int(self.sorted_index[-1]) - first == self.sorted_index.shape[0] - 1:
+            return cycle - first  # consecutive indices, the usual case
         return np.searchsorted(self.sorted_index, cycle)
 
     def position(self, cycle: IntArray) -> IntArray:
@@ -121,8 +124,9 @@ def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
         return C.empty_cycle_table()
     k = run.kernels
     in_cycle = np.isin(k.cycle, cycles.index)
-    kernel_rows, kernel_mu, metric_names = _kernel_rows(run, in_cycle, cycles, names)
-    idle = _idle_rows(run, in_cycle, cycles, names[-1])
+    launches = _Launches.of(run, in_cycle, cycles)
+    kernel_rows, kernel_mu, metric_names = _kernel_rows(run, launches, cycles, names)
+    idle = _idle_rows(launches, cycles, names[-1])
     transfers = [
         _transfer_rows(run.memcpy, cycles.index, prefix="Memcpy ", func_type="memcpy"),
         _transfer_rows(run.memset, cycles.index, prefix="", func_type="memset"),
@@ -191,8 +195,55 @@ def _device_labels(dev: IntArray) -> np.ndarray:
     return labels[code]
 
 
+@dataclass(frozen=True)
+class _Launches:
+    """The kernel launches of the measured cycles, with their devices and cycles as codes."""
+
+    devices: IntArray  # every device the run's kernels ran on, ascending
+    dev: IntArray
+    dev_code: IntArray  # position of dev in devices
+    cycle: IntArray
+    cycle_rank: IntArray  # rank among the measured cycles
+    fid: IntArray
+    start: IntArray
+    end: IntArray
+
+    @classmethod
+    def of(cls, run: Run, in_cycle: BoolArray, cycles: _Cycles) -> _Launches:
+        k = run.kernels
+        devices, all_codes = _codes(k.device)
+        cycle = k.cycle[in_cycle]
+        return cls(
+            devices=devices,
+            dev=k.device[in_cycle],
+            dev_code=all_codes[in_cycle],
+            cycle=cycle,
+            cycle_rank=cycles.rank(cycle) if cycle.shape[0] else cycle,
+            fid=k.name_id[in_cycle],
+            start=k.start_ns[in_cycle],
+            end=k.end_ns[in_cycle],
+        )
+
+
+def _codes(values: IntArray) -> tuple[IntArray, IntArray]:
+    """The distinct values, ascending, and each value's position among them.
+
+    Device indices are few and small: a count per value finds them without sorting a million.
+    """
+    if values.shape[0] == 0:
+        return values[:0], values[:0]
+    low, high = int(values.min()), int(values.max())
+    if low == high:
+        return values[:1].copy(), np.zeros(values.shape[0], dtype=np.int64)
+    if high - low < 4096:
+        present = np.flatnonzero(np.bincount(values - low, minlength=high - low + 1)) + low
+        return present, np.searchsorted(present, values)
+    distinct, code = np.unique(values, return_inverse=True)
+    return distinct, code.reshape(-1)
+
+
 def _kernel_rows(
-    run: Run, in_cycle: BoolArray, cycles: _Cycles, names: np.ndarray
+    run: Run, launches: _Launches, cycles: _Cycles, names: np.ndarray
 ) -> tuple[_Rows, list[FloatArray], list[tuple[int, str]]]:
     """One row per (device, cycle, function) that ran, sorted; and μ per metric series.
 
@@ -202,24 +253,27 @@ def _kernel_rows(
     The sums are pandas group-sums over exactly the rows, in exactly the order, that the
     reference version summed: pandas picks its algorithm from the data (``reduceat`` when the
     groups come sorted and hold no NaN, compensated summation otherwise), and the results
-    differ in the last bit between the two.
+    differ in the last bit between the two. See :func:`_weighted_sums`.
     """
-    k = run.kernels
     metric_names = [(s.device, s.name) for s in run.metrics]
-    dev = k.device[in_cycle]
-    if dev.shape[0] == 0:
+    if launches.dev.shape[0] == 0:
         return _empty_rows(), [np.zeros(0)] * len(metric_names), metric_names
-    cycle = k.cycle[in_cycle]
-    fid = k.name_id[in_cycle]
-    dur_ns = (k.end_ns - k.start_ns)[in_cycle]
-    key, decode = _pack_keys(dev, cycles.rank(cycle), fid, n_fid=names.shape[0])
+    dur_ns = launches.end - launches.start
+    n_cycles = int(launches.cycle_rank.max()) + 1
+    n_fid = names.shape[0]
+    if launches.devices.shape[0] * n_cycles * n_fid >= _KEY_LIMIT:
+        raise InputError(  # not reachable with measured cycles and interned names in practice
+            f"run {run.index}: too many (device, cycle, function) combinations to group"
+        )
+    key = (launches.dev_code * n_cycles + launches.cycle_rank) * n_fid + launches.fid
     grouped = pd.Series(dur_ns / 1e6).groupby(key, sort=True)
     time_ms = grouped.sum()
     group_key = time_ms.index.to_numpy()
-    g_dev, g_cycle_rank, g_fid = decode(group_key)
-    n = g_dev.shape[0]
+    g_fid = group_key % n_fid
+    g_dev_code, g_cycle_rank = np.divmod(group_key // n_fid, n_cycles)
+    n = group_key.shape[0]
     rows = _Rows(
-        dev=g_dev,
+        dev=launches.devices[g_dev_code],
         cycle=cycles.sorted_index[g_cycle_rank],
         function=names[g_fid],
         func_type=_constant("kernel", n),
@@ -228,20 +282,55 @@ def _kernel_rows(
         metric=_constant("", n),
         mu=np.full(n, np.nan),
     )
-    dur = dur_ns.astype(np.float64)
-    series_means = launch_means(k.start_ns[in_cycle], k.end_ns[in_cycle], dev, run.metrics)
-    mus = []
-    for series, means in zip(run.metrics, series_means, strict=True):
-        on = (dev == series.device) & np.isfinite(means)
-        weighted = pd.DataFrame({"w": dur[on], "wv": dur[on] * means[on]})
-        sums = weighted.groupby(key[on], sort=True).sum()
-        mu = np.full(n, np.nan)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mu[np.searchsorted(group_key, sums.index.to_numpy())] = (
-                sums["wv"].to_numpy() / sums["w"].to_numpy()
-            )
-        mus.append(mu)
+    means = launch_means(launches.start, launches.end, launches.dev, run.metrics)
+    mus = _weighted_sums(run, launches, key, group_key, dur_ns.astype(np.float64), means)
     return rows, mus, metric_names
+
+
+def _weighted_sums(
+    run: Run,
+    launches: _Launches,
+    key: IntArray,
+    group_key: IntArray,
+    dur: FloatArray,
+    series_means: list[FloatArray],
+) -> list[FloatArray]:
+    """μ per group for each metric series: sum(dur x mean) / sum(dur) over launches with a mean.
+
+    The reference summed, per series, only the launches with a value. Where those launches'
+    keys come in order, pandas sums them with ``reduceat``: that is done here the same way, per
+    series. Otherwise pandas uses its compensated sum, which skips NaN exactly as if the row
+    were absent: those series are summed together in one group-by, NaN where a launch has no
+    value, instead of one group-by each.
+    """
+    n = group_key.shape[0]
+    mus: list[FloatArray] = [np.full(n, np.nan) for _ in series_means]
+    joint: dict[str, FloatArray] = {}
+    for i, (series, means) in enumerate(zip(run.metrics, series_means, strict=True)):
+        on = (launches.dev == series.device) & np.isfinite(means)
+        on_key = key[on]
+        if on_key.shape[0] < 2 or bool((on_key[1:] >= on_key[:-1]).all()):
+            sums = pd.DataFrame({"w": dur[on], "wv": dur[on] * means[on]}).groupby(
+                on_key, sort=True
+            ).sum()
+            _divide_into(mus[i], group_key, sums.index.to_numpy(), sums["wv"], sums["w"])
+        else:
+            joint[f"w{i}"] = np.where(on, dur, np.nan)
+            joint[f"wv{i}"] = np.where(on, dur * means, np.nan)
+    if joint:
+        sums = pd.DataFrame(joint).groupby(key, sort=True).sum()
+        for i in range(len(series_means)):
+            if f"w{i}" in joint:
+                _divide_into(mus[i], group_key, sums.index.to_numpy(), sums[f"wv{i}"],
+                             sums[f"w{i}"])
+    return mus
+
+
+def _divide_into(
+    out: FloatArray, group_key: IntArray, at_key: IntArray, num: pd.Series, den: pd.Series
+) -> None:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out[np.searchsorted(group_key, at_key)] = num.to_numpy() / den.to_numpy()
 
 
 def _empty_rows() -> _Rows:
@@ -258,47 +347,15 @@ def _empty_rows() -> _Rows:
     )
 
 
-def _pack_keys(
-    dev: IntArray, cycle_rank: IntArray, fid: IntArray, *, n_fid: int
-) -> tuple[IntArray, _Decoder]:
-    """One int64 per (device, cycle, function) whose order is theirs; and the way back."""
-    devices = np.unique(dev) if dev.shape[0] else np.zeros(0, dtype=np.int64)
-    dev_code = np.searchsorted(devices, dev)
-    n_cycles = int(cycle_rank.max()) + 1 if cycle_rank.shape[0] else 1
-    if max(devices.shape[0], 1) * n_cycles * max(n_fid, 1) >= _KEY_LIMIT:
-        raise InputError(  # not reachable with int64 cycle ranks and interned names in practice
-            f"too many (device, cycle, function) combinations to group ({devices.shape[0]} x "
-            f"{n_cycles} x {n_fid})"
-        )
-    key = (dev_code * n_cycles + cycle_rank) * n_fid + fid
-    return key, _Decoder(devices, n_cycles, n_fid)
-
-
-@dataclass(frozen=True)
-class _Decoder:
-    devices: IntArray
-    n_cycles: int
-    n_fid: int
-
-    def __call__(self, key: IntArray) -> tuple[IntArray, IntArray, IntArray]:
-        fid = key % self.n_fid
-        rest = key // self.n_fid
-        return self.devices[rest // self.n_cycles], rest % self.n_cycles, fid
-
-
-def _idle_rows(run: Run, in_cycle: BoolArray, cycles: _Cycles, idle_name: str) -> _Rows:
+def _idle_rows(launches: _Launches, cycles: _Cycles, idle_name: str) -> _Rows:
     """Cycle time with no kernel running, per device that ran kernels in this run."""
-    k = run.kernels
-    devices = np.unique(k.device)
+    devices = launches.devices
     n_cycles = cycles.index.shape[0]
     n = devices.shape[0] * n_cycles
     union_ms = np.zeros((devices.shape[0], n_cycles), dtype=np.float64)
-    if devices.shape[0] and in_cycle.any():
-        dev = k.device[in_cycle]
-        cycle = k.cycle[in_cycle]
-        start = k.start_ns[in_cycle]
-        end = k.end_ns[in_cycle]
-        pair = np.searchsorted(devices, dev) * n_cycles + cycles.rank(cycle)
+    if launches.dev.shape[0]:
+        pair = launches.dev_code * n_cycles + launches.cycle_rank
+        start, end = launches.start, launches.end
         order = _stable_order(pair, start)
         if order is not None:
             pair, start, end = pair[order], start[order], end[order]
