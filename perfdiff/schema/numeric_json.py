@@ -225,13 +225,17 @@ def number_array(chunk: bytes) -> NumberArray | None:
     constant = _constant_ints(chunk)
     if constant is not None:
         return NumberArray(chunk, ints=constant)
-    if not any(mark in chunk for mark in _READ_AS_ZERO) and not _lone_minus(chunk):
-        ints = _fromstring(chunk, np.int64)
-        if ints is not None:
-            if _saturated(ints) or _canonical_length(ints) + len(ints) - 1 != len(chunk):
-                return None
-            return NumberArray(chunk, ints=ints)
-    return _float_array(chunk)
+    ints = _fromstring(chunk, np.int64)  # fails at the first point or letter of a float list
+    if ints is None:
+        return _float_array(chunk)
+    if (
+        any(mark in chunk for mark in _READ_AS_ZERO)
+        or _lone_minus(chunk)
+        or _saturated(ints)
+        or _canonical_length(ints) + len(ints) - 1 != len(chunk)
+    ):
+        return None  # not a JSON integer list as written, or beyond what numpy reads exactly
+    return NumberArray(chunk, ints=ints)
 
 
 def _constant_ints(chunk: bytes) -> IntArray | None:
