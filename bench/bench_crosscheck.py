@@ -9,8 +9,10 @@ case's median GPU time per cycle from the kernel records (``perfdiff.analysis.be
 Acceptance (issue 4): within 5 % for cases longer than 20 us.
 
 Each case is timed twice, both in this process: first with no tracing at all (``event_ms``),
-then again with perfdiff's CUPTI activity tracing switched on exactly as ``perfdiff collect
---no-pm`` runs it (``event_cupti_ms``; the records are thrown away). The second column
+then again with perfdiff's CUPTI activity tracing switched on (``event_cupti_ms``; the records
+are thrown away), with launch API records as ``perfdiff collect --no-pm --api-records`` traces
+(the H100 numbers of 2026-11-22 in docs/howto/benchmarks.md were measured this way; collect's
+default, cycle boundary marks, records less per launch). The second column
 compares like with like: it checks that perfdiff reads the GPU time of a case correctly. The
 gap between the two columns is what tracing itself costs the case (CUPTI's per-kernel and
 per-launch cost), which a short case of several kernels feels most.
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_cupti_pass:
         from perfdiff.collect.cupti_activity import CuptiActivityBackend
 
-        tracer = CuptiActivityBackend(trace_memory=True)
+        tracer = CuptiActivityBackend(trace_memory=True, trace_api=True)
         tracer.start()
         try:
             for row, (_, samples) in zip(rows, cases, strict=True):
