@@ -70,11 +70,14 @@ def compare(names: list[str], ours: np.ndarray, theirs: np.ndarray) -> dict[str,
 
 
 def in_process(blocks: int, cycles: int) -> dict[str, Any]:
-    """Both tools in ONE process on one model, blocks alternating (ABBA), medians per position.
+    """Both tools in ONE process on one model: perfdiff's blocks first, then the profiler's.
 
     Why: across processes the same kernel's duration moved by up to 5 % (run 2026-11-22: the
     large GEMM 3.5 % shorter in every layer in the perfdiff process), which is the processes,
     not the tools. perfdiff runs with --no-pm settings (torch.profiler does not PM-sample).
+    Not alternating: torch.profiler (kineto) registers its own CUPTI timestamp callback, and
+    after that CUPTI stamps every record in kineto's clock (CPU TSC ticks: perfdiff's
+    durations came out 2.1x on the H100, 2026-11-22), so perfdiff must run before it.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -96,24 +99,23 @@ def in_process(blocks: int, cycles: int) -> dict[str, Any]:
     theirs: list[np.ndarray] = []
     names: list[str] = []
     settings = CollectSettings(pm_sampling=False)
-    for b in range(blocks):
-        for tool in (("perfdiff", "profiler") if b % 2 == 0 else ("profiler", "perfdiff")):
-            if tool == "perfdiff":
-                opened = open_sources(settings)
-                outcome = run_collection(workload, CyclePlan(cycles, 3), opened.sources,
-                                         opened.environment, settings)
-                names, med = run_file_durations(outcome.run_file)
-                ours.append(med)
-            else:
-                workload.run(NullMarker(), CyclePlan(3, 0))
+    for tool in ["perfdiff"] * blocks + ["profiler"] * blocks:
+        if tool == "perfdiff":
+            opened = open_sources(settings)
+            outcome = run_collection(workload, CyclePlan(cycles, 3), opened.sources,
+                                     opened.environment, settings)
+            names, med = run_file_durations(outcome.run_file)
+            ours.append(med)
+        else:
+            workload.run(NullMarker(), CyclePlan(3, 0))
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                workload.run(NullMarker(), CyclePlan(cycles, 0))
                 torch.cuda.synchronize()
-                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                    workload.run(NullMarker(), CyclePlan(cycles, 0))
-                    torch.cuda.synchronize()
-                events = [{"start_us": float(e.time_range.start), "dur_us":
-                           float(e.time_range.end - e.time_range.start)}
-                          for e in _kernel_events(prof)]
-                theirs.append(profiler_durations(events, len(names) or 127))
+            events = [{"start_us": float(e.time_range.start), "dur_us":
+                       float(e.time_range.end - e.time_range.start)}
+                      for e in _kernel_events(prof)]
+            theirs.append(profiler_durations(events, len(names) or 127))
     del setup
     teardown()
     a = np.median(np.vstack(ours), axis=0)
