@@ -300,3 +300,24 @@ def test_odd_columns_same_result_or_error(
         _fields_equal(fast[1], slow[1])
     else:
         assert fast[1] == slow[1]
+
+
+@pytest.mark.parametrize("case", ["one member", "two members", "truncated", "corrupt", "trailing"])
+def test_gunzip_same_as_gzip_module(case: str) -> None:
+    """The zlib shortcut gives gzip.decompress's bytes, or its very exception."""
+    one = gzip.compress(b'{"a": [1, 2, 3]}' * 100)
+    data = {
+        "one member": one,
+        "two members": one + gzip.compress(b"[4]"),
+        "truncated": one[: len(one) // 2],
+        "corrupt": one[:20] + bytes(b ^ 0xFF for b in one[20:40]) + one[40:],
+        "trailing": one + b"garbage",
+    }[case]
+
+    def outcome(unzip: Any) -> tuple[str, Any]:
+        try:
+            return "ok", unzip(data)
+        except Exception as exc:
+            return type(exc).__name__, str(exc)
+
+    assert outcome(io._gunzip) == outcome(gzip.decompress)
