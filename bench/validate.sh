@@ -2,7 +2,7 @@
 # Measure perfdiff's statistics (issue 6): the full simulation grid, then the real A/A
 # recordings if fixtures/aa/ holds them. Results: bench/validate-results.md (and stdout).
 # Usage: bench/validate.sh [TRIALS_PER_CELL] [WORKERS]   (defaults: 100, all CPUs)
-# Takes about 25 min on 2 CPUs with 100 trials per cell; see docs/explanation/validation.md.
+# Takes about 25-30 min on 2 CPUs with 100 trials per cell; see docs/explanation/validation.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
