@@ -1,23 +1,26 @@
-"""Decode a run file's JSON with its long integer arrays parsed straight into numpy.
+"""Decode a run file's JSON with its long number arrays parsed straight into numpy.
 
-Why: a run of a million kernel launches holds about fifteen million integers (13 columns per
-launch, plus the metric timestamps). ``json.loads`` makes a Python object of each (about 60 ns
-apiece) and ``numpy.asarray`` then copies them again (about 20 ns); that was most of the time
-``compare`` spent. Here every flat integer array that is the value of an object key (every
-integer column of every table: ``"start_ns":[...]``) is cut out of the text, parsed by numpy and
-checked to be exactly JSON's integer grammar (see :func:`number_array`), and replaced by a
-placeholder string; ``json.loads`` parses what is left and the placeholders come back as
-:class:`NumberArray` objects that the run-file validators turn into numpy columns.
+Why: a run of a million kernel launches holds about fifteen million numbers (13 integer columns
+per launch, plus the metric samples). ``json.loads`` makes a Python object of each (about 60 ns
+apiece, 200 ns for a 17-digit float) and ``numpy.asarray`` then copies them again (about
+20 ns); that was most of the time ``compare`` spent. Here every flat number array that is the
+value of an object key (every column of every table: ``"start_ns":[...]``) is cut out of the
+text, parsed into numpy and checked to be exactly JSON's number grammar (see
+:func:`number_array`), and replaced by a placeholder string; ``json.loads`` parses the few
+kilobytes left and the placeholders come back as :class:`NumberArray` objects that the
+run-file validators turn into numpy columns.
 
 Results are identical to ``json.loads`` followed by ``numpy.asarray``, by construction:
-- A chunk is cut out only if it is, byte for byte, a valid JSON array of integers inside the
-  int64 range, written without whitespace (the compact form ``save_run_file`` writes). Anything
-  else (floats, null, whitespace, nesting, a value at the int64 limits) stays in the text for
-  ``json.loads``. Swapping one valid JSON value for another (a string) keeps the document valid
-  or invalid alike; on any failure the caller falls back to the plain path, which then raises the
-  same one-line errors as before.
-- Validators that want something other than an int64 or float64 column call
-  :meth:`NumberArray.as_list`, the very list ``json.loads`` would have produced.
+- A chunk is cut out only if it is, byte for byte, a valid JSON array of numbers (or null),
+  written without whitespace (the compact form ``save_run_file`` writes), whose values numpy
+  holds exactly as Python would (no integer at the int64 limits, no float beyond range, no
+  negative zero). Anything else stays in the text for ``json.loads``. Swapping one valid JSON
+  value for another (a string) keeps the document valid or invalid alike; on any failure the
+  caller falls back to the plain path, which then raises the same one-line errors as before.
+- Validators that want something other than what was parsed (an int64 column of floats, a list
+  of booleans or strings, a plain value) call :meth:`NumberArray.as_list`, the very list
+  ``json.loads`` would have produced.
+- tests/unit/test_schema_fast_load.py checks all of this against ``json.loads``.
 """
 
 from __future__ import annotations
