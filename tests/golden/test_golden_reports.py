@@ -113,7 +113,7 @@ def test_gpu_fixture_reports(workload: str, update_golden: bool) -> None:
     "17.6 while it ran) and a Half mul kernel (+0.26 ms); the largest GEMM "
     "(nvjet_sm90_hsh_128x256...) moved +0.035 ms, 'no change'. The in-process neighbour "
     "(--contend-mode stream) makes that GEMM the first kernel finding, but [GPU idle] ranks "
-    "above it (docs/latencyprism-scenarios.md). strict: passes -> remove this marker",
+    "above it (docs/explanation/contention.md). strict: passes -> remove this marker",
 )
 def test_contended_gpt_infer_puts_gemm_and_tensor_utilisation_first() -> None:
     """Issue 3 acceptance: the contended run's first finding is a GEMM kernel, with tensor-pipe
