@@ -18,6 +18,7 @@ gap between the two columns is what tracing itself costs the case (CUPTI's per-k
 per-launch cost), which a short case of several kernels feels most.
 
 usage: python bench/bench_crosscheck.py RUN.json.gz [--json OUT.json] [--limit-pct 5]
+       [--measure span|stream] [--events-from EARLIER.json  (no GPU: reuse its event times)]
 Needs the GPU the file was recorded on (or one like it) and torch (triton for rmsnorm).
 """
 
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perfdiff.analysis.bench_cases import bench_run, summarise
+from perfdiff.analysis.bench_cases import bench_run, select_measure, summarise
 from perfdiff.schema.io import load_run_file
 
 MIN_CASE_MS = 0.020
@@ -85,13 +86,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--no-cupti-pass", action="store_true",
                         help="skip the second timing with CUPTI tracing on")
+    parser.add_argument("--measure", choices=("span", "stream"), default="span",
+                        help="perfdiff's GPU time per case (perfdiff bench --measure)")
+    parser.add_argument("--events-from", type=Path, default=None, metavar="JSON",
+                        help="reuse the CUDA-event times of an earlier --json output (no GPU)")
     args = parser.parse_args(argv)
+    run_file = load_run_file(args.run_file)
+    bench = select_measure(bench_run(run_file, str(args.run_file)), args.measure)
+    started = time.perf_counter()
+    if args.events_from is not None:
+        earlier = {r["case"]: r for r in json.loads(args.events_from.read_text())["rows"]}
+        rows = []
+        for label, samples in bench.cases.items():
+            if not samples.on_gpu or label not in earlier:
+                continue
+            ours = summarise(samples)
+            row = {"case": label, "perfdiff_gpu_ms": ours.gpu_ms, "kernel_ms": ours.kernel_ms,
+                   "n": ours.n}
+            for key, tag in (("event_ms", ""), ("event_cupti_ms", "_cupti")):
+                if key in earlier[label]:
+                    ref = float(earlier[label][key])
+                    row |= {key: ref, f"diff{tag}_pct": _diff(ours.gpu_ms, ref)}
+            rows.append(row)
+        return _report(args, bench, rows, started)
     import torch
 
     from perfdiff.collect.kernels.lead import GpuLead
 
-    run_file = load_run_file(args.run_file)
-    bench = bench_run(run_file, str(args.run_file))
     params = dict(bench.params)
     if bench.workload == "linalg":
         from perfdiff.collect.workloads.linalg import select_backend
@@ -100,7 +121,6 @@ def main(argv: list[str] | None = None) -> int:
     lead = GpuLead(torch, "cuda", int(params.get("lead_us", 1000)))
     gen = torch.Generator(device="cuda").manual_seed(12345)
     impls: dict[str, Any] = {}
-    started = time.perf_counter()
     cases = [(label, samples) for label, samples in bench.cases.items() if samples.on_gpu]
 
     def timed(samples: Any) -> float:
@@ -130,8 +150,14 @@ def main(argv: list[str] | None = None) -> int:
                         "diff_cupti_pct": _diff(float(row["perfdiff_gpu_ms"]), ref_ms)}
         finally:
             tracer.stop()
+    return _report(args, bench, rows, started)
+
+
+def _report(args: argparse.Namespace, bench: Any, rows: list[dict[str, Any]],
+            started: float) -> int:
+    """Print the per-case table and the summary, write --json; 0 when every case is within."""
     summary = {"run_file": str(args.run_file), "gpu": bench.gpu, "cases": len(rows),
-               "limit_pct": args.limit_pct, "min_case_ms": MIN_CASE_MS}
+               "measure": bench.measure, "limit_pct": args.limit_pct, "min_case_ms": MIN_CASE_MS}
     ok = True
     for key, tag in (("event_ms", ""), ("event_cupti_ms", "_cupti")):
         if not all(key in r for r in rows):

@@ -55,6 +55,9 @@ class BenchFileSpec:
     workload: str = "rmsnorm"
     params: Mapping[str, Any] = field(default_factory=dict)
     gpu_name: str = "NVIDIA H100 80GB HBM3"
+    # a GPU lead (spin kernel, outside every cycle) ending this long before each cycle's
+    # first kernel; None: no lead
+    lead_gap_ms: float | None = None
 
 
 def _empty_transfers() -> TransferTable:
@@ -67,6 +70,7 @@ def make_bench_file(spec: BenchFileSpec) -> RunFile:
     rng = np.random.default_rng(spec.seed)
     ms = 1_000_000.0
     names = sorted({f"kernel_{i}" for c in spec.cases for i in range(len(c.kernel_ms))})
+    names.append("spin_kernel")
     name_id = {n: i for i, n in enumerate(names)}
     k: dict[str, list[int]] = {c: [] for c in ("name", "start", "end", "cycle")}
     starts: list[int] = []
@@ -83,6 +87,11 @@ def make_bench_file(spec: BenchFileSpec) -> RunFile:
             t += 0.01 * ms  # host lead before the first launch
             if not case.kernel_ms:
                 t += case.cpu_ms * factor * ms
+            if spec.lead_gap_ms is not None and case.kernel_ms:
+                k["name"].append(name_id["spin_kernel"])
+                k["start"].append(int(t - 0.5 * ms))
+                k["end"].append(int(t - spec.lead_gap_ms * ms))
+                k["cycle"].append(-1)
             for j, kms in enumerate(case.kernel_ms):
                 if j:
                     t += case.gap_ms * ms

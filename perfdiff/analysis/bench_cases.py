@@ -10,6 +10,10 @@ see ``perfdiff.collect.workloads.cases``). Per cycle:
   ``triton.testing.do_bench`` does). NaN for a cycle with no GPU activity (a CPU case);
 - ``kernel_ms``: the sum of the cycle's kernel durations (busy time; equal to ``gpu_ms`` when
   the kernels run back to back);
+- ``stream_ms``: from the end of the GPU lead (the spin kernel launched just before the cycle,
+  see ``perfdiff.collect.kernels.lead``) to the end of the cycle's last GPU activity: the
+  window CUDA events recorded right after the lead and after the call would measure, including
+  the first launch's latency that ``gpu_ms`` leaves out (NaN without a lead);
 - ``host_ms``: the cycle's host interval (for a CPU case, its CPU time).
 
 Tables show the median per case. "Regressed" (and "faster") needs both (a) significance: the
@@ -45,7 +49,7 @@ DEFAULT_MIN_DELTA_US = 1.0
 DEFAULT_SPREAD_FACTOR = 3.0
 MAD_TO_SD = 1.4826  # MAD x this estimates the standard deviation of a normal sample
 
-Measure = Literal["span", "kernels"]
+Measure = Literal["span", "kernels", "stream"]
 CaseVerdict = Literal[
     "regressed", "faster", "no change", "insufficient data", "only before", "only after"
 ]
@@ -76,6 +80,7 @@ class CaseSamples:
     kernel_ms: FloatArray
     host_ms: FloatArray
     launches: FloatArray  # kernels launched per cycle
+    stream_ms: FloatArray | None = None  # None: the run had no GPU lead to anchor on
 
     @property
     def n(self) -> int:
@@ -183,17 +188,30 @@ def select_measure(run: BenchRun, measure: Measure) -> BenchRun:
     ``kernels``: the sum of kernel durations, blind to gaps; use it when the host may have
     left the GPU idle between launches (runs recorded without the GPU lead, or a host-bound
     op), since host delays then drift between runs while the kernels do not.
+    ``stream``: from the end of the GPU lead to the last end: what CUDA events around the call
+    measure, first launch latency included (about 1.2 us on the H100); for checking against
+    event-based benchmarks (bench/bench_crosscheck.py). Needs runs recorded with the lead.
     """
     if measure == run.measure:
         return run
-    if measure != "kernels":
-        raise InputError(f"unknown GPU time measure {measure!r}; use span or kernels")
-    cases = {label: replace(c, gpu_ms=c.kernel_ms) for label, c in run.cases.items()}
-    return replace(run, cases=cases, measure="kernels")
+    if measure == "kernels":
+        cases = {label: replace(c, gpu_ms=c.kernel_ms) for label, c in run.cases.items()}
+        return replace(run, cases=cases, measure="kernels")
+    if measure == "stream":
+        cases = {}
+        for label, c in run.cases.items():
+            if c.stream_ms is None:
+                raise InputError(f"{run.source}: recorded without the GPU lead (lead_us = 0), "
+                                 "so there is no stream time; use --measure span or kernels")
+            cases[label] = replace(c, gpu_ms=c.stream_ms)
+        return replace(run, cases=cases, measure="stream")
+    raise InputError(f"unknown GPU time measure {measure!r}; use span, kernels or stream")
 
 
-def _per_cycle(run: Run, measured: np.ndarray) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """(gpu span, kernel sum, kernel count) per cycle index 0..n-1 of ``run``."""
+def _per_cycle(
+    run: Run, measured: np.ndarray
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    """(gpu span, kernel sum, kernel count, stream time) per cycle index 0..n-1 of ``run``."""
     n = run.cycles.index.size
     first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -219,23 +237,42 @@ def _per_cycle(run: Run, measured: np.ndarray) -> tuple[FloatArray, FloatArray, 
     has = last > np.iinfo(np.int64).min
     span = np.where(has, (last - first) / 1e6, np.nan)
     kernel_ms = np.where(has, kernel_sum, np.nan)
-    return span[measured], kernel_ms[measured], launches[measured]
+    anchor = _lead_ends(run, np.where(has, first, 0))
+    stream = np.where(has & (anchor > 0), (last - anchor) / 1e6, np.nan)
+    return span[measured], kernel_ms[measured], launches[measured], stream[measured]
+
+
+def _lead_ends(run: Run, first: np.ndarray) -> np.ndarray:
+    """Per cycle, the end of the last out-of-cycle kernel that ended by its first activity.
+
+    In a benchmark run that is the GPU lead's spin kernel (launched just before the cycle
+    opens, so it belongs to no cycle). 0 where there is none.
+    """
+    outside = np.asarray(run.kernels.cycle) < 0
+    ends = np.sort(np.asarray(run.kernels.end_ns)[outside])
+    if ends.size == 0:
+        return np.zeros(first.shape, dtype=np.int64)
+    pos = np.searchsorted(ends, first, side="right") - 1
+    found: np.ndarray = np.where(pos >= 0, ends[np.clip(pos, 0, None)], 0)
+    return found
 
 
 def bench_run(run_file: RunFile, source: str = "<run file>") -> BenchRun:
     """Every labelled case of ``run_file`` with its per-cycle values (all runs pooled)."""
-    gathered: dict[str, list[tuple[FloatArray, FloatArray, FloatArray, FloatArray]]] = {}
+    gathered: dict[str, list[tuple[FloatArray, FloatArray, FloatArray, FloatArray,
+                                   FloatArray]]] = {}
+    led = int(str(run_file.workload.params.get("lead_us", 0) or 0)) > 0
     for run in run_file.runs:
         measured = ~np.asarray(run.cycles.warmup, dtype=bool)
         if not measured.any():
             continue
-        span, kernel_ms, launches = _per_cycle(run, measured)
+        span, kernel_ms, launches, stream = _per_cycle(run, measured)
         host = ((run.cycles.end_ns - run.cycles.start_ns) / 1e6)[measured]
         labels = np.asarray(run.cycles.label, dtype=object)[measured]
         for label in dict.fromkeys(labels.tolist()):
             sel = labels == label
             gathered.setdefault(str(label), []).append(
-                (span[sel], kernel_ms[sel], host[sel], launches[sel])
+                (span[sel], kernel_ms[sel], host[sel], launches[sel], stream[sel])
             )
     cases = {
         label: CaseSamples(
@@ -245,6 +282,7 @@ def bench_run(run_file: RunFile, source: str = "<run file>") -> BenchRun:
             kernel_ms=np.concatenate([p[1] for p in parts]),
             host_ms=np.concatenate([p[2] for p in parts]),
             launches=np.concatenate([p[3] for p in parts]),
+            stream_ms=np.concatenate([p[4] for p in parts]) if led else None,
         )
         for label, parts in gathered.items()
     }

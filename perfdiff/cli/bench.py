@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 class MeasureOption(StrEnum):
     span = "span"
     kernels = "kernels"
+    stream = "stream"
 
 
 def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
@@ -60,8 +61,9 @@ def bench(
     min_delta_us: Annotated[float, typer.Option(
         help="...and this many microseconds.")] = 1.0,
     measure: Annotated[MeasureOption, typer.Option(
-        help="GPU time per call: span (first kernel start to last end, as CUDA events) or "
-        "kernels (sum of kernel durations, blind to host launch gaps).")
+        help="GPU time per call: span (first kernel start to last end), kernels (sum of "
+        "kernel durations, blind to host launch gaps) or stream (end of the GPU lead to the "
+        "last end: what CUDA events around the call measure).")
     ] = MeasureOption.span,
     spread_factor: Annotated[float, typer.Option(
         help="...and this many times the case's within-run spread (robust CV).")] = 3.0,
@@ -92,7 +94,7 @@ def bench(
         raise typer.BadParameter("give one or two run files", param_hint="RUNS")
     rules = BenchRules(alpha=alpha, noise_floor_pct=noise_floor_pct, min_delta_us=min_delta_us,
                        spread_factor=spread_factor)
-    chosen: Measure = "kernels" if measure is MeasureOption.kernels else "span"
+    chosen: Measure = measure.value
     loaded = [select_measure(bench_run(load_run_file(path), str(path)), chosen) for path in runs]
     before = loaded[0]
     after = loaded[1] if len(loaded) == 2 else None

@@ -169,5 +169,19 @@ def test_kernel_time_measure_ignores_gaps_that_the_span_counts() -> None:
     ka, kb = select_measure(a, "kernels"), select_measure(b, "kernels")
     assert ka.measure == "kernels" and select_measure(ka, "kernels") is ka
     assert compare_cases(ka, kb)[0].verdict == "no change"
-    with pytest.raises(InputError, match="span or kernels"):
+    with pytest.raises(InputError, match="span, kernels or stream"):
         select_measure(a, "wall")  # type: ignore[arg-type]
+
+
+def test_stream_time_adds_the_gap_after_the_gpu_lead() -> None:
+    """stream = end of the lead's spin kernel to the last end: span + the first launch gap."""
+    spec = BenchFileSpec([CaseSpec("impl=a", (0.010, 0.020), gap_ms=0.001)], noise=0.0,
+                         params={"lead_us": 1000}, lead_gap_ms=0.0012)
+    run = bench_run(make_bench_file(spec))
+    span = run.cases["impl=a"].gpu_ms
+    stream = select_measure(run, "stream")
+    assert stream.measure == "stream"
+    np.testing.assert_allclose(stream.cases["impl=a"].gpu_ms, span + 0.0012, atol=2e-6)
+    unled = bench_run(make_bench_file(BenchFileSpec([CaseSpec("impl=a")])))
+    with pytest.raises(InputError, match="without the GPU lead"):
+        select_measure(unled, "stream")
