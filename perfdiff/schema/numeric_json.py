@@ -31,6 +31,7 @@ import io
 import json
 import secrets
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -372,10 +373,16 @@ def _float_grammar_ok(chunk: bytes) -> bool:
 
 
 def _fromstring(text: bytes, dtype: type[np.int64] | type[np.float64]) -> Any:
-    """numpy's text parser, or None unless it read exactly one value per element."""
+    """numpy's text parser, or None unless it read exactly one value per element.
+
+    numpy 2 raises ValueError where the text stops parsing; numpy 1 warned (DeprecationWarning)
+    and returned what it had read: both mean "not for us", without a word on stderr.
+    """
     try:
-        parsed = np.fromstring(text, dtype=dtype, sep=",")
-    except ValueError:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            parsed = np.fromstring(text, dtype=dtype, sep=",")
+    except (ValueError, DeprecationWarning):
         return None
     if parsed.shape[0] != text.count(b",") + 1:
         return None
