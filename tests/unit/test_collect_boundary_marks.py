@@ -165,3 +165,23 @@ def test_pm_coverage_warning_names_the_holes_and_stays_quiet_when_covered() -> N
     assert text is not None and "cover 70.0 %" in text and "2 stretch(es)" in text
     assert coverage_warning(np.array([], dtype=np.int64), 10, (0, 1000)) is not None
     assert coverage_warning(full, 10, (5, 5)) is None
+
+
+def test_neighbour_kernels_are_left_out_by_stream_with_a_warning() -> None:
+    """--contend-mode stream: the in-process neighbour's kernels are not the workload's."""
+    trace = FakeTrace(FakeClock())
+
+    class Neighbour(FakeWorkload):
+        def run(self, marker, plan):  # type: ignore[no-untyped-def]
+            super().run(marker, plan)
+            trace.raw.kernels.append(KernelRecord("gemm", 0, 13, 1, 2, 999, (1, 1, 1),
+                                                  (1, 1, 1)))
+
+    neighbour = Neighbour(FakeParams(kernels_per_cycle=2), trace)
+    outcome = run_collection(neighbour, CyclePlan(measured=2), Sources(trace=trace), ENV,
+                             CollectSettings(exclude_streams=(13,)))
+    rf = outcome.run_file
+    assert 13 not in rf.runs[0].kernels.stream.tolist()
+    assert rf.runs[0].kernels.stream.size == 4
+    assert any("1 kernels of the --contend neighbour (CUPTI stream 13)" in w
+               for w in rf.collection.warnings)
