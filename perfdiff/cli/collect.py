@@ -129,7 +129,8 @@ _ParamOpt = typer.Option("--param", "-p", help="Workload parameter KEY=VALUE (re
 _MetricOpt = typer.Option("--metric", help="PM-sampling metric to add (repeatable).")
 _OnlyOpt = typer.Option("--only-metrics", help="--metric replaces the defaults, not adds.")
 _ContendOpt = typer.Option(
-    help="Share of time (0-1) a second process keeps the GPU busy with matrix products."
+    help="Share of time (0-1) a noisy neighbour (see --contend-mode) keeps the GPU busy with "
+    "matrix products."
 )
 _ApiRecordsOpt = typer.Option(
     "--api-records", help="Assign kernels to cycles from CUPTI's launch API records instead of "
@@ -241,8 +242,10 @@ def collect(
                     period_ms=contend_period_ms) as neighbour,
           _Progress(plan.measured + plan.warmup, quiet) as progress):
         if neighbour.mode == "stream" and contend > 0 and not neighbour.excluded_streams:
-            typer.echo("perfdiff: warning: the --contend neighbour's CUDA stream has no CUPTI "
-                       "id; its kernels stay in the run file", err=True)
+            text = ("the --contend neighbour's CUDA stream has no CUPTI id; its kernels stay "
+                    "in the run file")
+            opened.sources.warnings.append(text)  # recorded in the run file, not only printed
+            typer.echo(f"perfdiff: warning: {text}", err=True)
         outcome = run_collection(
             cls(params), plan, opened.sources, opened.environment,
             replace(settings, exclude_streams=neighbour.excluded_streams),
