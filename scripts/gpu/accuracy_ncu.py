@@ -88,7 +88,9 @@ def ncu_positions(work: Path, params: list[str]) -> list[dict[str, object]]:
 
 
 def short(name: str) -> str:
-    base = name.split("(")[0]
+    """The bare kernel name: namespaces, template and parameter lists dropped."""
+    # "(anonymous namespace)" must go first, or splitting at "(" leaves "void at::native::"
+    base = name.replace("(anonymous namespace)", "anonymous").split("(")[0]
     base = base.split("<")[0].replace("void ", "").strip()
     return base.split("::")[-1]
 
