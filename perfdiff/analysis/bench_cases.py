@@ -377,8 +377,7 @@ def _p_values(before: BenchRun, after: BenchRun, labels: Sequence[str]) -> dict[
     for label in labels:
         x = before.cases[label].gpu_ms
         y = after.cases[label].gpu_ms
-        # its documented 0.25 % floor, kept when compare's floor became a numerical guard
-        result = welch(x[np.isfinite(x)][:, None], y[np.isfinite(y)][:, None], rel_floor=0.0025)
+        result = welch(x[np.isfinite(x)][:, None], y[np.isfinite(y)][:, None])
         p = float(result.p[0])
         if bool(result.constant[0]):
             p = 0.0 if float(result.delta[0]) != 0.0 else 1.0
