@@ -17,9 +17,9 @@ see ``perfdiff.collect.workloads.cases``). Per cycle:
 - ``host_ms``: the cycle's host interval (for a CPU case, its CPU time).
 
 Tables show the median per case. "Regressed" (and "faster") needs both (a) significance: the
-Welch test of :func:`perfdiff.analysis.stats.welch` (standard error floored at 0.25 % of the
-mean) on the per-cycle GPU times, Benjamini-Hochberg q over the cases compared, q < alpha;
-and (b) size above the case's noise floor: the median changed by more than ``min_delta_us``
+Welch test of :func:`perfdiff.analysis.stats.welch` (standard error floored at
+``REL_SE_FLOOR`` of the mean, 0.01 %: a numerical guard only) on the per-cycle GPU times,
+Benjamini-Hochberg q over the cases compared, q < alpha; and (b) size above the case's noise floor: the median changed by more than ``min_delta_us``
 and by more than ``max(noise_floor_pct, spread_factor x the case's within-run spread)``, the
 spread being the robust coefficient of variation (1.4826 x MAD / median) of its per-cycle GPU
 times, the larger of the two runs'. Why (b): cycles of one run share that run's conditions
@@ -39,7 +39,7 @@ from typing import Literal
 
 import numpy as np
 
-from perfdiff.analysis.stats import bh_qvalues, welch
+from perfdiff.analysis.stats import REL_SE_FLOOR, bh_qvalues, welch
 from perfdiff.errors import InputError
 from perfdiff.schema.model import FloatArray, Run, RunFile
 
@@ -143,7 +143,8 @@ class BenchRules:
             f"{self.min_delta_us:g} us and by more than the case's noise floor, "
             f"max({self.noise_floor_pct:g} %, {self.spread_factor:g} x its within-run spread "
             f"(robust CV of the per-cycle GPU times)), and a Welch test on the per-cycle GPU "
-            f"times (standard error floored at 0.25 % of the mean) gives a Benjamini-Hochberg "
+            f"times (standard error floored at {100 * REL_SE_FLOOR:g} % of the mean) gives a "
+            f"Benjamini-Hochberg "
             f"q below {self.alpha:g} over the cases compared; 'faster' is the same rule the "
             f"other way."
         )
