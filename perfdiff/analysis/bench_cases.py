@@ -17,17 +17,17 @@ see ``perfdiff.collect.workloads.cases``). Per cycle:
 - ``host_ms``: the cycle's host interval (for a CPU case, its CPU time).
 
 Tables show the median per case. "Regressed" (and "faster") needs both (a) significance: the
-Welch test of :func:`perfdiff.analysis.stats.welch` (standard error floored at
-``REL_SE_FLOOR`` of the mean, 0.01 %: a numerical guard only) on the per-cycle GPU times,
-Benjamini-Hochberg q over the cases compared, q < alpha; and (b) size above the case's noise floor: the median changed by more than ``min_delta_us``
-and by more than ``max(noise_floor_pct, spread_factor x the case's within-run spread)``, the
-spread being the robust coefficient of variation (1.4826 x MAD / median) of its per-cycle GPU
-times, the larger of the two runs'. Why (b): cycles of one run share that run's conditions
-(clocks, memory placement, host speed), which a test on one run per side cannot see, so a
-re-run of the same build differs by more than the test expects; the cases whose time the host
-sets (syncs, launches) jitter within a run and drift between runs alike, hence a floor that
-grows with the spread. The defaults are set from A/A pairs of real recordings
-(docs/howto/benchmarks.md).
+Welch test of :func:`perfdiff.analysis.stats.welch` (standard error floored at ``REL_SE_FLOOR``
+of the mean, 0.01 %: a numerical guard only) on the per-cycle GPU times, Benjamini-Hochberg q
+over the cases compared, q < alpha; and (b) size above the case's noise floor: the median
+changed by more than ``min_delta_us`` and by more than ``max(noise_floor_pct, spread_factor x
+the case's within-run spread)``, the spread being the robust coefficient of variation (1.4826 x
+MAD / median) of its per-cycle GPU times, the larger of the two runs'. Why (b): cycles of one
+run share that run's conditions (clocks, memory placement, host speed), which a test on one run
+per side cannot see, so a re-run of the same build differs by more than the test expects; the
+cases whose time the host sets (syncs, launches) jitter within a run and drift between runs
+alike, hence a floor that grows with the spread. The defaults are set from A/A pairs of real
+recordings (docs/howto/benchmarks.md).
 """
 
 from __future__ import annotations
