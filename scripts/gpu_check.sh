@@ -5,9 +5,11 @@
 #
 # usage: scripts/gpu_check.sh STEP...   steps: install env clock smoke tests fixtures
 #        accuracy overhead pack; "all" = install env clock tests fixtures accuracy overhead pack
-# Timings on the H200 test machine: install 10 s, clock 7 s, smoke 20 s, tests ~60 s (~170 s
-# with the user-program tests), fixtures ~150 s, accuracy ~100 s, overhead ~110-220 s: "all"
-# runs past the device tool's 10-minute limit per command, so split it, e.g.
+# Timings on the H100 test machine (2026-11-22): install 6-35 s, smoke 20 s, tests ~170 s (with
+# the user-program and benchmark tests), fixtures ~170 s, accuracy ~45-100 s, overhead ~240 s
+# (6 rounds x 4 modes x 80 cycles); the in-process overhead design (bench/overhead.py
+# --alternate 20) ~160 s. "all" runs past the device tool's 10-minute limit per command, so
+# split it, e.g.
 #   scripts/gpu_check.sh install smoke fixtures tests pack   then   install accuracy overhead
 # Env: OUT (results), FIX_INTERVAL (PM interval of the fixtures), ROUNDS/CYCLES/MODES
 # (overhead benchmark).

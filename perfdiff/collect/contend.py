@@ -6,8 +6,9 @@ period (``--contend-period-ms``, default 50 ms) and sleeps for the rest. Two kin
 
 - ``process`` (default): a second process. Without MPS the GPU time-slices between the two
   processes' contexts: our kernels do not run *beside* the neighbour's, they are paused for
-  its time slice (~1 ms). Measured on the H200: the pause lands mostly on the kernels that
-  follow a GEMM, not on the GEMMs, so this models a time-shared GPU.
+  its time slice (~1 ms). Measured on the H200 and the H100: the pause lands mostly on the
+  kernels that follow a GEMM, not on the GEMMs, so this models a time-shared GPU
+  (docs/explanation/contention.md).
 - ``stream``: a thread of the collecting process launches the products on its own CUDA
   stream, so they run *concurrently* with the workload's kernels and compete for SMs,
   tensor cores and DRAM: what MPS co-location, or a second model served by the same process,
