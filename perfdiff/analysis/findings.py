@@ -87,28 +87,33 @@ def key_findings(
     findings = []
     for key, row in ordered[: max(0, opts.top)]:
         moves = moves_of[key]
-        findings.append(
-            Finding(
-                function=row.function,
-                device=row.device,
-                pid=row.pid,
-                verdict=row.verdict,
-                beta_normal=row.beta_normal,
-                beta_abnormal=row.beta_abnormal,
-                delta_beta=row.delta_beta,
-                time_ms_normal=row.time_ms_normal,
-                time_ms_abnormal=row.time_ms_abnormal,
-                time_delta_ms=row.time_delta_ms,
-                time_ci_low_ms=row.time_ci_low_ms,
-                time_ci_high_ms=row.time_ci_high_ms,
-                p_value=row.p_time if np.isfinite(row.time_delta_ms) else row.p_beta,
-                q_value=row.q_value,
-                metric_moves=tuple(
-                    MetricMove(m.metric, m.mu_normal, m.mu_abnormal, m.p_mu) for m in moves
-                ),
-            )
-        )
+        findings.append(finding_of(
+            row,
+            p_value=row.p_time if np.isfinite(row.time_delta_ms) else row.p_beta,
+            moves=[MetricMove(m.metric, m.mu_normal, m.mu_abnormal, m.p_mu) for m in moves],
+        ))
     return findings
+
+
+def finding_of(row: MetricRow, *, p_value: float, moves: list[MetricMove]) -> Finding:
+    """A key finding from the head row of its function (default and seed-compatible modes)."""
+    return Finding(
+        function=row.function,
+        device=row.device,
+        pid=row.pid,
+        verdict=row.verdict,
+        beta_normal=row.beta_normal,
+        beta_abnormal=row.beta_abnormal,
+        delta_beta=row.delta_beta,
+        time_ms_normal=row.time_ms_normal,
+        time_ms_abnormal=row.time_ms_abnormal,
+        time_delta_ms=row.time_delta_ms,
+        time_ci_low_ms=row.time_ci_low_ms,
+        time_ci_high_ms=row.time_ci_high_ms,
+        p_value=p_value,
+        q_value=row.q_value,
+        metric_moves=tuple(moves),
+    )
 
 
 def log_change(row: MetricRow) -> float:

@@ -27,6 +27,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from perfdiff.analysis import columns as C
+from perfdiff.analysis.findings import finding_of
 from perfdiff.analysis.inventory import inventory_changes
 from perfdiff.analysis.latencyprism import LP_MU_SCALE
 from perfdiff.analysis.model import (
@@ -235,23 +236,5 @@ def _seed_findings(rows: list[MetricRow], top: int) -> list[Finding]:
             for r in mine
             if np.isfinite(r.p_mu) and r.p_mu < 0.05 and abs(r.z_mu) > SEED_MOVE_Z
         ]
-        findings.append(
-            Finding(
-                function=head.function,
-                device=head.device,
-                pid=head.pid,
-                verdict=head.verdict,
-                beta_normal=head.beta_normal,
-                beta_abnormal=head.beta_abnormal,
-                delta_beta=head.delta_beta,
-                time_ms_normal=head.time_ms_normal,
-                time_ms_abnormal=head.time_ms_abnormal,
-                time_delta_ms=head.time_delta_ms,
-                time_ci_low_ms=head.time_ci_low_ms,
-                time_ci_high_ms=head.time_ci_high_ms,
-                p_value=head.p_beta,
-                q_value=head.q_value,
-                metric_moves=tuple(moves),
-            )
-        )
+        findings.append(finding_of(head, p_value=head.p_beta, moves=moves))
     return findings
