@@ -16,7 +16,6 @@ what the API records cost (bench/overhead.py), not as a user setting.
 from __future__ import annotations
 
 import ctypes
-import time
 from typing import Any
 
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace, TransferRecord
@@ -53,7 +52,6 @@ class CuptiActivityBackend:
         self._delivered = 0
         self.warnings: list[str] = []
         self._keep_buffers: list[Any] = []
-        self._clock_start: tuple[int, int] | None = None
 
     def clock_ns(self) -> int:
         return int(self._cupti.get_timestamp())
@@ -81,7 +79,6 @@ class CuptiActivityBackend:
             ) from None
         if self._trace_api:
             self._restrict_api_records()
-        self._clock_start = (self.clock_ns(), time.perf_counter_ns())
 
     def _restrict_api_records(self) -> None:
         """Keep API records only for launch/memcpy/memset calls (see module docstring)."""
@@ -136,7 +133,6 @@ class CuptiActivityBackend:
 
     def stop(self) -> RawTrace:
         cupti = self._cupti
-        self._check_clock()
         try:
             cupti.activity_flush_all(1)
         finally:
@@ -144,27 +140,6 @@ class CuptiActivityBackend:
             self._disable()
         raw, self._raw = self._raw, RawTrace()
         return raw
-
-    def _check_clock(self) -> None:
-        """Warn when CUPTI's clock does not run at wall-clock speed.
-
-        Why: torch.profiler (kineto) registers its own CUPTI timestamp source; once it has
-        run in a process, CUPTI stamps every record in kineto's units (CPU TSC ticks: 2.1x
-        on the H100 machine, 2026-11-22), and every duration in the run file is wrong.
-        """
-        if self._clock_start is None:
-            return
-        cupti0, wall0 = self._clock_start
-        cupti_ns, wall_ns = self.clock_ns() - cupti0, time.perf_counter_ns() - wall0
-        if wall_ns < 50_000_000:  # too short to tell
-            return
-        ratio = cupti_ns / wall_ns
-        if abs(ratio - 1.0) > 0.05:
-            self.warnings.append(
-                f"CUPTI's clock ran {ratio:.2f}x wall-clock time during collection (another "
-                "profiler in this process, such as torch.profiler, set its own timestamp "
-                "source?); durations in this run file are not in nanoseconds"
-            )
 
     def _dropped(self) -> int:
         counter = ctypes.c_size_t(0)
