@@ -219,7 +219,7 @@ def collect(
     plan = CyclePlan(measured=cycles, warmup=warmup)
     if not 0.0 <= contend <= 1.0:
         raise WorkloadParamError(f"--contend must be between 0 and 1, got {contend}")
-    _contend_mode(contend_mode)
+    mode = _contend_mode(contend_mode)
     if not contend_period_ms > 0:
         raise WorkloadParamError(f"--contend-period-ms must be positive, got {contend_period_ms}")
     if sample_interval_ns <= 0:
@@ -238,7 +238,7 @@ def collect(
     extra_params: dict[str, object] = {"contend": contend, "collect_command": argv}
     if contend > 0:
         extra_params |= {"contend_mode": contend_mode, "contend_period_ms": contend_period_ms}
-    with (Contender(contend, device, mode=_contend_mode(contend_mode),
+    with (Contender(contend, device, mode=mode,
                     period_ms=contend_period_ms) as neighbour,
           _Progress(plan.measured + plan.warmup, quiet) as progress):
         if neighbour.mode == "stream" and contend > 0 and not neighbour.excluded_streams:

@@ -31,11 +31,11 @@ from perfdiff.collect.records import ApiRecord, RawTrace
 class TorchBoundaryMarker:  # pragma: no cover - GPU only
     """Issues the marks: ``mark()`` launches a 1-byte fill on a private CUDA stream."""
 
-    def __init__(self, torch: Any, device_index: int, stream_ids: tuple[int, ...]) -> None:
+    def __init__(self, torch: Any, device_index: int) -> None:
         self._torch = torch
         self._stream = torch.cuda.Stream(device=torch.device("cuda", device_index))
         self._flag = torch.zeros(1, dtype=torch.uint8, device=torch.device("cuda", device_index))
-        self.stream_ids = stream_ids or cupti_stream_ids(int(self._stream.cuda_stream))
+        self.stream_ids = cupti_stream_ids(int(self._stream.cuda_stream))
         if not self.stream_ids:
             raise RuntimeError("CUPTI has no id for the boundary-mark stream")
 

@@ -105,7 +105,7 @@ def _boundary_marker(torch: Any, device_index: int, warnings: list[str]) -> Any:
     from perfdiff.collect.boundary_marks import TorchBoundaryMarker
 
     try:
-        return TorchBoundaryMarker(torch, device_index, ())
+        return TorchBoundaryMarker(torch, device_index)
     except Exception as exc:
         warnings.append(f"cycle boundary marks unavailable ({type(exc).__name__}: {exc}); "
                         "recording launch API calls instead (costs more overhead)")
