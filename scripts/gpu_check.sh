@@ -4,7 +4,8 @@
 # accuracy checks (ncu, torch.profiler) and the overhead benchmark. Results go under $OUT.
 #
 # usage: scripts/gpu_check.sh STEP...   steps: install env clock smoke tests fixtures
-#        accuracy overhead pack; "all" = install env clock tests fixtures accuracy overhead pack
+#        accuracy inprocess overhead overhead_alt pack;
+#        "all" = install env clock tests fixtures accuracy overhead pack
 # Timings on the H100 test machine (2026-11-22): install 6-35 s, smoke 20 s, tests ~170 s (with
 # the user-program and benchmark tests), fixtures ~170 s, accuracy ~45-100 s, overhead ~240 s
 # (6 rounds x 4 modes x 80 cycles); the in-process overhead design (bench/overhead.py
@@ -40,7 +41,10 @@ step_env() {
   run $PY -m pip list 2>/dev/null | grep -i -E 'cupti|nvtx|nvidia-ml|torch |pathfinder'
 }
 
-step_clock() { run $PY scripts/gpu/clock_check.py --json "$OUT/clock_check.json"; }
+step_clock() {  # at the check's 2 us and at the collector's default 20 us
+  run $PY scripts/gpu/clock_check.py --json "$OUT/clock_check.json"
+  run $PY scripts/gpu/clock_check.py --interval-ns 20000 --json "$OUT/clock_check_20us.json"
+}
 
 step_smoke() {
   run perfdiff collect gpt-infer --cycles 30 --warmup 5 -o "$OUT/work/a.json.gz"
@@ -74,6 +78,18 @@ step_fixtures() { run bash scripts/gpu/record_fixtures.sh "$OUT/fixtures"; }
 step_accuracy() {
   run $PY scripts/gpu/accuracy_ncu.py --work "$OUT/work" --json "$OUT/accuracy_ncu.json"
   run $PY scripts/gpu/accuracy_profiler.py --work "$OUT/work" --json "$OUT/accuracy_profiler.json"
+}
+
+# both tools in one process, perfdiff's variants then torch.profiler's (see the script)
+step_inprocess() {
+  run $PY scripts/gpu/accuracy_profiler.py --work "$OUT/work" --json "$OUT/accuracy_inprocess.json" \
+    --in-process ${BLOCKS:-4}
+}
+
+# the in-process overhead design (bench/README.md, "Collection overhead")
+step_overhead_alt() {
+  run timeout ${OVERHEAD_TIMEOUT:-400} $PY bench/overhead.py --alternate ${PAIRS:-20} \
+    --cycles ${CYCLES:-50} --modes ${MODES:-perfdiff,torch.profiler} --json "$OUT/overhead_alt.json"
 }
 
 step_overhead() {

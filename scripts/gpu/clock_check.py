@@ -28,13 +28,14 @@ from perfdiff.collect.pm_sampling import DEFAULT_METRICS, TENSOR_METRIC, PmSampl
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", default=None)
+    parser.add_argument("--interval-ns", type=int, default=2000)
     args = parser.parse_args()
     torch.cuda.init()
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
     (a @ b).sum().item()
     trace = CuptiActivityBackend()
-    pm = PmSampler(DEFAULT_METRICS, 2000, 0, trace.clock_ns)
+    pm = PmSampler(DEFAULT_METRICS, args.interval_ns, 0, trace.clock_ns)
     trace.start()
     host_before = trace.clock_ns()
     pm.start()
@@ -49,12 +50,32 @@ def main() -> None:
     gemms = [k for k in raw.kernels if k.end_ns - k.start_ns > 500_000]
     starts = np.array([k.start_ns for k in gemms], dtype=np.int64)
     ends = np.array([k.end_ns for k in gemms], dtype=np.int64)
+    # what there is to line up (the H100 call of 2026-11-22 04:33 found nothing to line up
+    # and raised; these say which side was empty)
+    diagnostics = {
+        "interval_ns": args.interval_ns,
+        "kernels": len(raw.kernels),
+        "kernel_durations_us": sorted(round((k.end_ns - k.start_ns) / 1000, 1)
+                                      for k in raw.kernels)[-6:],
+        "samples": int(tensor.values.size),
+        "sample_span_ns": [int(tensor.timestamps_ns[0]), int(tensor.timestamps_ns[-1])]
+        if tensor.values.size else None,
+        "kernel_span_ns": [int(starts.min()), int(ends.max())] if gemms else None,
+        "pm_warnings": list(pm.warnings),
+        "tensor_max": float(np.nanmax(tensor.values)) if tensor.values.size else None,
+    }
+    print(json.dumps(diagnostics), flush=True)
+    if not gemms or tensor.values.size == 0:
+        raise SystemExit("clock_check: nothing to line up (see the diagnostics above)")
     seg = metric_segments(tensor)
     offsets = np.arange(-1_000_000, 1_000_001, 2_000, dtype=np.int64)
     means = np.array([np.nanmean(interval_means(starts + d, ends + d, *seg)) for d in offsets])
     best = float(np.nanmax(means))
     plateau = offsets[means >= best - 2.0]
+    if not plateau.size:
+        raise SystemExit("clock_check: no offset gave a mean (see the diagnostics above)")
     result = {
+        **diagnostics,
         "gemm_kernels": len(gemms),
         "gemm_durations_us": [round((e - s) / 1000, 1) for s, e in zip(starts, ends, strict=True)],
         "samples": int(tensor.values.size),
