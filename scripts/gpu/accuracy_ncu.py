@@ -100,12 +100,15 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--json", type=Path, required=True)
     parser.add_argument("-p", "--param", action="append", default=[])
+    parser.add_argument("--interval-ns", type=int, default=2000,
+                        help="perfdiff's PM interval (the collector's default is 20000)")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     run_path = args.work / "accuracy-gpt-infer.json.gz"
     params = [x for p in args.param for x in ("-p", p)]
     subprocess.run(["perfdiff", "collect", "gpt-infer", "--cycles", "20", "--warmup", "3",
-                    "--sample-interval-ns", "2000", "-q", "-o", str(run_path), *params],
+                    "--sample-interval-ns", str(args.interval_ns), "-q", "-o", str(run_path),
+                    *params],
                    check=True)
     ours = perfdiff_positions(run_path)
     theirs = ncu_positions(args.work, params)
@@ -137,6 +140,7 @@ def main() -> None:
         "rows_over_20us": long_rows,
         "all_rows": rows,
     }
+    summary["interval_ns"] = args.interval_ns
     print(json.dumps({k: v for k, v in summary.items() if k != "all_rows"}, indent=1))
     args.json.write_text(json.dumps(summary, indent=1))
 
