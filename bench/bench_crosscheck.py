@@ -10,15 +10,23 @@ Acceptance (issue 4): within 5 % for cases longer than 20 us.
 
 Each case is timed twice, both in this process: first with no tracing at all (``event_ms``),
 then again with perfdiff's CUPTI activity tracing switched on (``event_cupti_ms``; the records
-are thrown away), with launch API records as ``perfdiff collect --no-pm --api-records`` traces
-(the H100 numbers of 2026-11-22 in docs/howto/benchmarks.md were measured this way; collect's
-default, cycle boundary marks, records less per launch). The second column
-compares like with like: it checks that perfdiff reads the GPU time of a case correctly. The
-gap between the two columns is what tracing itself costs the case (CUPTI's per-kernel and
-per-launch cost), which a short case of several kernels feels most.
+are thrown away) in the recording's own configuration: kernel, memcpy and memset records and
+no launch API records (``trace_api=False``), as ``perfdiff collect`` records by default (it
+assigns kernels to cycles with boundary marks instead; the H100 numbers of 2026-11-22 05:02
+in docs/howto/benchmarks.md were taken with API records on, which cost the host more per
+launch than the recording did). The second column compares like with like: it checks that
+perfdiff reads the GPU time of a case correctly. The gap between the two columns is what
+tracing itself costs the case, which a short case of several kernels feels most.
+
+``--measure`` picks perfdiff's per-case time (``perfdiff bench --measure``): ``call`` (end of
+the GPU lead to the later of the last GPU end and the end boundary mark, the events' window
+for host-bound calls too; needs a recording with mark times), ``stream`` (lead end to the last
+GPU end), ``span`` (first GPU start to last end). Every row also carries the medians of the
+other measures the file has (``span_ms``, ``stream_ms``, ``call_ms``).
 
 usage: python bench/bench_crosscheck.py RUN.json.gz [--json OUT.json] [--limit-pct 5]
-       [--measure span|stream] [--events-from EARLIER.json  (no GPU: reuse its event times)]
+       [--measure span|stream|call] [--events-from EARLIER.json  (no GPU: reuse its event times)]
+exit: 0 every case over 20 us within the limit, 1 some case is not, 2 unusable input.
 Needs the GPU the file was recorded on (or one like it) and torch (triton for rmsnorm).
 """
 
@@ -33,7 +41,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perfdiff.analysis.bench_cases import bench_run, select_measure, summarise
+from perfdiff.analysis.bench_cases import BenchRun, bench_run, select_measure, summarise
+from perfdiff.errors import InputError
 from perfdiff.schema.io import load_run_file
 
 MIN_CASE_MS = 0.020
@@ -86,23 +95,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--no-cupti-pass", action="store_true",
                         help="skip the second timing with CUPTI tracing on")
-    parser.add_argument("--measure", choices=("span", "stream"), default="span",
+    parser.add_argument("--measure", choices=("span", "stream", "call"), default="span",
                         help="perfdiff's GPU time per case (perfdiff bench --measure)")
     parser.add_argument("--events-from", type=Path, default=None, metavar="JSON",
                         help="reuse the CUDA-event times of an earlier --json output (no GPU)")
     args = parser.parse_args(argv)
-    run_file = load_run_file(args.run_file)
-    bench = select_measure(bench_run(run_file, str(args.run_file)), args.measure)
+    try:
+        whole = bench_run(load_run_file(args.run_file), str(args.run_file))
+        bench = select_measure(whole, args.measure)
+        earlier_rows = (json.loads(args.events_from.read_text())["rows"]
+                        if args.events_from is not None else None)
+    except InputError as exc:
+        print(f"bench_crosscheck: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        print(f"bench_crosscheck: {args.events_from}: not an earlier --json output ({exc})",
+              file=sys.stderr)
+        return 2
+    measures = _measure_medians(whole)
     started = time.perf_counter()
-    if args.events_from is not None:
-        earlier = {r["case"]: r for r in json.loads(args.events_from.read_text())["rows"]}
+    if earlier_rows is not None:
+        earlier = {r["case"]: r for r in earlier_rows}
         rows = []
         for label, samples in bench.cases.items():
             if not samples.on_gpu or label not in earlier:
                 continue
             ours = summarise(samples)
             row = {"case": label, "perfdiff_gpu_ms": ours.gpu_ms, "kernel_ms": ours.kernel_ms,
-                   "n": ours.n}
+                   "n": ours.n, **measures.get(label, {})}
             for key, tag in (("event_ms", ""), ("event_cupti_ms", "_cupti")):
                 if key in earlier[label]:
                     ref = float(earlier[label][key])
@@ -137,11 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         ours = summarise(samples)
         ref_ms = timed(samples)
         rows.append({"case": label, "perfdiff_gpu_ms": ours.gpu_ms, "kernel_ms": ours.kernel_ms,
-                     "event_ms": ref_ms, "diff_pct": _diff(ours.gpu_ms, ref_ms), "n": ours.n})
+                     "event_ms": ref_ms, "diff_pct": _diff(ours.gpu_ms, ref_ms), "n": ours.n,
+                     **measures.get(label, {})})
     if not args.no_cupti_pass:
         from perfdiff.collect.cupti_activity import CuptiActivityBackend
 
-        tracer = CuptiActivityBackend(trace_memory=True, trace_api=True)
+        # the recording's configuration: activity records, no launch API records
+        tracer = CuptiActivityBackend(trace_memory=True, trace_api=False)
         tracer.start()
         try:
             for row, (_, samples) in zip(rows, cases, strict=True):
@@ -151,6 +173,20 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             tracer.stop()
     return _report(args, bench, rows, started)
+
+
+def _measure_medians(whole: BenchRun) -> dict[str, dict[str, float]]:
+    """Per GPU case, the median of every measure the file has (span_ms, stream_ms, call_ms)."""
+    out: dict[str, dict[str, float]] = {}
+    for name in ("span", "stream", "call"):
+        try:
+            chosen = select_measure(whole, name)
+        except InputError:
+            continue  # no lead / no mark times: that measure is absent
+        for label, samples in chosen.cases.items():
+            if samples.on_gpu:
+                out.setdefault(label, {})[f"{name}_ms"] = summarise(samples).gpu_ms
+    return out
 
 
 def _report(args: argparse.Namespace, bench: Any, rows: list[dict[str, Any]],

@@ -104,12 +104,26 @@ def end_cycle() -> None:
         recorder.end_cycle()
 
 
+def call_returned() -> None:
+    """Inside a cycle that times one call: the call has just returned to Python.
+
+    Call it before any ``torch.cuda.synchronize()`` that ends the cycle. The collector issues
+    the cycle's end boundary mark here, where a CUDA end event would be recorded, so that
+    ``perfdiff bench --measure call`` measures the window CUDA events around the call would.
+    A no-op without a collector (or with a recorder that has no use for it).
+    """
+    hook = getattr(_active, "call_returned", None)
+    if hook is not None:
+        hook()
+
+
 __all__ = [
     "CycleMarker",
     "CycleRecorder",
     "NullMarker",
     "RecorderMarker",
     "active_marker",
+    "call_returned",
     "cycle",
     "end_cycle",
     "mark_cycle",

@@ -14,6 +14,11 @@ see ``perfdiff.collect.workloads.cases``). Per cycle:
   see ``perfdiff.collect.kernels.lead``) to the end of the cycle's last GPU activity: the
   window CUDA events recorded right after the lead and after the call would measure, including
   the first launch's latency that ``gpu_ms`` leaves out (NaN without a lead);
+- ``call_ms``: from the end of the GPU lead to the later of the cycle's last GPU end and the
+  GPU start of its end boundary mark (issued when the call returned to Python, see
+  ``perfdiff.collect.cycles``): the window of CUDA events recorded right after the lead and
+  right after the call returns, host work after the call's last GPU operation included
+  (NaN without a lead or without the mark's time);
 - ``host_ms``: the cycle's host interval (for a CPU case, its CPU time).
 
 Tables show the median per case. "Regressed" (and "faster") needs both (a) significance: the
@@ -49,7 +54,7 @@ DEFAULT_MIN_DELTA_US = 1.0
 DEFAULT_SPREAD_FACTOR = 3.0
 MAD_TO_SD = 1.4826  # MAD x this estimates the standard deviation of a normal sample
 
-Measure = Literal["span", "kernels", "stream"]
+Measure = Literal["span", "kernels", "stream", "call"]
 CaseVerdict = Literal[
     "regressed", "faster", "no change", "insufficient data", "only before", "only after"
 ]
@@ -81,6 +86,7 @@ class CaseSamples:
     host_ms: FloatArray
     launches: FloatArray  # kernels launched per cycle
     stream_ms: FloatArray | None = None  # None: the run had no GPU lead to anchor on
+    call_ms: FloatArray | None = None  # None: no lead, or no boundary-mark times in the file
 
     @property
     def n(self) -> int:
@@ -192,6 +198,10 @@ def select_measure(run: BenchRun, measure: Measure) -> BenchRun:
     ``stream``: from the end of the GPU lead to the last end: what CUDA events around the call
     measure, first launch latency included (about 1.2 us on the H100); for checking against
     event-based benchmarks (bench/bench_crosscheck.py). Needs runs recorded with the lead.
+    ``call``: from the end of the GPU lead to the later of the last GPU end and the end
+    boundary mark's GPU start: what those events measure when the call keeps the host busy
+    after its last GPU operation (a host-bound op such as eigh), without recording events.
+    Needs the lead and a file with mark times (schema 1.1, recorded with boundary marks).
     """
     if measure == run.measure:
         return run
@@ -206,13 +216,31 @@ def select_measure(run: BenchRun, measure: Measure) -> BenchRun:
                                  "so there is no stream time; use --measure span or kernels")
             cases[label] = replace(c, gpu_ms=c.stream_ms)
         return replace(run, cases=cases, measure="stream")
-    raise InputError(f"unknown GPU time measure {measure!r}; use span, kernels or stream")
+    if measure == "call":
+        cases = {}
+        for label, c in run.cases.items():
+            if c.call_ms is None:
+                raise InputError(_no_call_time(run))
+            cases[label] = replace(c, gpu_ms=c.call_ms)
+        return replace(run, cases=cases, measure="call")
+    raise InputError(f"unknown GPU time measure {measure!r}; use span, kernels or stream "
+                     "(or call, with mark times)")
+
+
+def _no_call_time(run: BenchRun) -> str:
+    if int(str(run.params.get("lead_us", 0) or 0)) <= 0:
+        return (f"{run.source}: recorded without the GPU lead (lead_us = 0), so there is no "
+                "call time; use --measure span or kernels")
+    return (f"{run.source}: has no cycle boundary-mark times (recorded before run-file schema "
+            "1.1 or with launch API records), so there is no call time; re-record it with "
+            "this perfdiff, or use --measure stream")
 
 
 def _per_cycle(
     run: Run, measured: np.ndarray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """(gpu span, kernel sum, kernel count, stream time) per cycle index 0..n-1 of ``run``."""
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray | None]:
+    """(gpu span, kernel sum, kernel count, stream time, call time) per measured cycle of
+    ``run``; call time None when the run has no end-mark times."""
     n = run.cycles.index.size
     first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -240,7 +268,12 @@ def _per_cycle(
     kernel_ms = np.where(has, kernel_sum, np.nan)
     anchor = _lead_ends(run, np.where(has, first, 0))
     stream = np.where(has & (anchor > 0), (last - anchor) / 1e6, np.nan)
-    return span[measured], kernel_ms[measured], launches[measured], stream[measured]
+    call = None
+    if run.cycles.mark_end_ns is not None:
+        mark_end = np.asarray(run.cycles.mark_end_ns, dtype=np.int64)
+        ok = has & (anchor > 0) & (mark_end >= 0)
+        call = np.where(ok, (np.maximum(last, mark_end) - anchor) / 1e6, np.nan)[measured]
+    return span[measured], kernel_ms[measured], launches[measured], stream[measured], call
 
 
 def _lead_ends(run: Run, first: np.ndarray) -> np.ndarray:
@@ -261,19 +294,20 @@ def _lead_ends(run: Run, first: np.ndarray) -> np.ndarray:
 def bench_run(run_file: RunFile, source: str = "<run file>") -> BenchRun:
     """Every labelled case of ``run_file`` with its per-cycle values (all runs pooled)."""
     gathered: dict[str, list[tuple[FloatArray, FloatArray, FloatArray, FloatArray,
-                                   FloatArray]]] = {}
+                                   FloatArray, FloatArray | None]]] = {}
     led = int(str(run_file.workload.params.get("lead_us", 0) or 0)) > 0
     for run in run_file.runs:
         measured = ~np.asarray(run.cycles.warmup, dtype=bool)
         if not measured.any():
             continue
-        span, kernel_ms, launches, stream = _per_cycle(run, measured)
+        span, kernel_ms, launches, stream, call = _per_cycle(run, measured)
         host = ((run.cycles.end_ns - run.cycles.start_ns) / 1e6)[measured]
         labels = np.asarray(run.cycles.label, dtype=object)[measured]
         for label in dict.fromkeys(labels.tolist()):
             sel = labels == label
             gathered.setdefault(str(label), []).append(
-                (span[sel], kernel_ms[sel], host[sel], launches[sel], stream[sel])
+                (span[sel], kernel_ms[sel], host[sel], launches[sel], stream[sel],
+                 None if call is None else call[sel])
             )
     cases = {
         label: CaseSamples(
@@ -284,6 +318,7 @@ def bench_run(run_file: RunFile, source: str = "<run file>") -> BenchRun:
             host_ms=np.concatenate([p[2] for p in parts]),
             launches=np.concatenate([p[3] for p in parts]),
             stream_ms=np.concatenate([p[4] for p in parts]) if led else None,
+            call_ms=_concat_all([p[5] for p in parts]) if led else None,
         )
         for label, parts in gathered.items()
     }
@@ -299,6 +334,12 @@ def bench_run(run_file: RunFile, source: str = "<run file>") -> BenchRun:
         gpu=devices[0].name if devices else "unknown GPU",
         cases=cases,
     )
+
+
+def _concat_all(parts: Sequence[FloatArray | None]) -> FloatArray | None:
+    """The parts joined, or None if any run lacked them (a mixed file has no call time)."""
+    present = [p for p in parts if p is not None]
+    return np.concatenate(present) if len(present) == len(parts) else None
 
 
 def _median(x: FloatArray) -> float:

@@ -26,6 +26,7 @@ class MeasureOption(StrEnum):
     span = "span"
     kernels = "kernels"
     stream = "stream"
+    call = "call"
 
 
 def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
@@ -63,7 +64,10 @@ def bench(
     measure: Annotated[MeasureOption, typer.Option(
         help="GPU time per call: span (first kernel start to last end), kernels (sum of "
         "kernel durations, blind to host launch gaps) or stream (end of the GPU lead to the "
-        "last end: what CUDA events around the call measure).")
+        "last end: what CUDA events around the call measure) or call (like stream, but "
+        "ending no earlier than the call's return to Python, from the end boundary mark: "
+        "what those events measure for a host-bound call; needs a recording with mark "
+        "times).")
     ] = MeasureOption.span,
     spread_factor: Annotated[float, typer.Option(
         help="...and this many times the case's within-run spread (robust CV).")] = 3.0,

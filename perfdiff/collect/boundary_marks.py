@@ -11,7 +11,8 @@ start and at the end of cycle k was launched inside cycle k. Two marks per cycle
 API record per launch.
 
 The marks are 1-byte fills on a private non-blocking stream (no ordering with the workload's
-streams), recognised afterwards by that stream's CUPTI id and removed from the run file.
+streams), recognised afterwards by that stream's CUPTI id and removed from the run file; their
+GPU start times stay, as the cycle columns ``mark_start_ns`` / ``mark_end_ns`` (schema 1.1).
 :func:`launch_records_from_marks` turns them back into the launch records that
 ``records.build_tables`` already understands, so cycle assignment is unchanged. If the marks
 cannot be matched (a mark failed, records were dropped), the session says so and falls back
@@ -56,14 +57,27 @@ def cupti_stream_ids(handle: int) -> tuple[int, ...]:  # pragma: no cover - GPU 
         return ()
 
 
-def take_mark_records(raw: RawTrace, stream_ids: Sequence[int]) -> list[int]:
-    """Remove the marks' own records from ``raw``; return their correlation ids, sorted."""
+def take_marks(raw: RawTrace, stream_ids: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Remove the marks' own records from ``raw``; return (correlation ids, GPU start times),
+    both in launch order (sorted by correlation id).
+
+    Why the GPU times are kept: a mark runs as soon as it is issued (its stream is idle), so
+    its GPU start is when the host issued it, on the GPU's clock: the end mark of a timed
+    call is the GPU-side twin of a CUDA end event (``perfdiff bench --measure call``), and
+    the marks together show whether CUPTI's timestamps count nanoseconds (clock_check.py).
+    """
     streams = set(stream_ids)
-    ids = [k.correlation_id for k in raw.kernels if k.stream in streams]
-    ids += [m.correlation_id for m in raw.memset if m.stream in streams]
+    pairs = [(k.correlation_id, k.start_ns) for k in raw.kernels if k.stream in streams]
+    pairs += [(m.correlation_id, m.start_ns) for m in raw.memset if m.stream in streams]
     raw.kernels = [k for k in raw.kernels if k.stream not in streams]
     raw.memset = [m for m in raw.memset if m.stream not in streams]
-    return sorted(ids)
+    pairs.sort()
+    return [i for i, _ in pairs], [t for _, t in pairs]
+
+
+def take_mark_records(raw: RawTrace, stream_ids: Sequence[int]) -> list[int]:
+    """Remove the marks' own records from ``raw``; return their correlation ids, sorted."""
+    return take_marks(raw, stream_ids)[0]
 
 
 def launch_records_from_marks(
@@ -108,4 +122,4 @@ def attach_launch_records(raw: RawTrace, mark_ids: list[int], mark_ns: list[int]
 
 
 __all__ = ["TorchBoundaryMarker", "attach_launch_records", "cupti_stream_ids",
-           "launch_records_from_marks", "take_mark_records"]
+           "launch_records_from_marks", "take_mark_records", "take_marks"]

@@ -14,7 +14,8 @@ Both the cycle boundaries and the API records are on CUPTI's timestamp clock
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,16 +29,34 @@ class CycleLog:
 
     ``clock_ns`` is the tracing backend's clock; ``on_cycle_end`` is called after each cycle
     (the progress display hooks in there, outside the measured interval).
+
+    Boundary marks (boundary_marks.py), in this exact order per cycle:
+
+    1. ``begin_cycle``: the start is stamped, then the start mark is issued;
+    2. the workload's body runs; a workload that times a call (rmsnorm, linalg) calls
+       :meth:`call_returned` (``perfdiff.markers.call_returned()``) as soon as the call has
+       returned to Python, *before* its ``torch.cuda.synchronize()``: the end mark is issued
+       there, where a CUDA end event would be recorded;
+    3. ``end_cycle``: the end mark is issued now unless step 2 issued it (so after whatever
+       the body did last, a synchronize included), then the end is stamped.
+
+    Either way the end mark *stands for* the cycle's end stamp (``mark_ns``), so a launch
+    after it counts as outside the cycle: with step 2 that is a launch made between the call's
+    return and the cycle's end (the workloads make none there). A failing mark stops marking
+    (the session then falls back to GPU start times), it never stops the workload.
     """
 
     clock_ns: Callable[[], int]
     on_cycle_end: Callable[[int], None] | None = None
     on_cycle_begin: Callable[[bool], None] | None = None  # (warmup), before the timestamp
-    # boundary marks (boundary_marks.py): called after a start is stamped and before an end
-    # is; ``mark_ns`` keeps the time each issued mark stands for. A failing mark stops marking
-    # (the session then falls back to GPU start times), it never stops the workload.
     mark: Callable[[], None] | None = None
-    mark_ns: list[int] = field(default_factory=list)
+    # host time at which each issued mark was issued, on a clock known to count nanoseconds
+    # (perf_counter, not CUPTI's: see clock_check.py for why)
+    wall_ns: Callable[[], int] = field(default=lambda: time.perf_counter_ns())
+    mark_ns: list[int] = field(default_factory=list)  # the time each issued mark stands for
+    # per issued mark: (position of its cycle in ``starts``, True for an end mark)
+    mark_slots: list[tuple[int, bool]] = field(default_factory=list)
+    mark_wall_ns: list[int] = field(default_factory=list)
     mark_error: str | None = None
     starts: list[int] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)
@@ -45,6 +64,7 @@ class CycleLog:
     warmups: list[bool] = field(default_factory=list)
     completed_flags: list[bool] = field(default_factory=list)
     _open: bool = False
+    _end_marked: bool = False
 
     def begin_cycle(self, label: str, warmup: bool) -> None:
         if self._open:
@@ -54,22 +74,30 @@ class CycleLog:
         self.labels.append(label)
         self.warmups.append(warmup)
         self._open = True
+        self._end_marked = False
         self.starts.append(self.clock_ns())
-        self._mark(self.starts[-1])
+        if self._mark(is_end=False):
+            self.mark_ns.append(self.starts[-1])
+
+    def call_returned(self) -> None:
+        """The timed call has returned: issue the cycle's end mark now (once per cycle)."""
+        if self._open and not self._end_marked:
+            self._end_marked = self._mark(is_end=True)
 
     def end_cycle(self, *, completed: bool = True) -> None:
         if not self._open:
             return
-        issued = self._mark(None)
+        issued = self._end_marked or self._mark(is_end=True)
         self.ends.append(self.clock_ns())
         if issued:
             self.mark_ns.append(self.ends[-1])
         self.completed_flags.append(completed)
         self._open = False
+        self._end_marked = False
         if completed and self.on_cycle_end is not None:
             self.on_cycle_end(self.completed)
 
-    def _mark(self, stands_for_ns: int | None) -> bool:
+    def _mark(self, *, is_end: bool) -> bool:
         if self.mark is None or self.mark_error is not None:
             return False
         try:
@@ -77,30 +105,51 @@ class CycleLog:
         except Exception as exc:
             self.mark_error = f"{type(exc).__name__}: {exc}"
             return False
-        if stands_for_ns is not None:
-            self.mark_ns.append(stands_for_ns)
+        self.mark_wall_ns.append(self.wall_ns())
+        self.mark_slots.append((len(self.starts) - 1, is_end))
         return True
+
+    def close_open(self) -> None:
+        """End a cycle left open, as cut short, without issuing a mark: tracing has stopped
+        by now, so a mark would never be recorded and the marks would stop matching."""
+        if self._open:
+            mark, self.mark = self.mark, None
+            try:
+                self.end_cycle(completed=False)
+            finally:
+                self.mark = mark
 
     @property
     def completed(self) -> int:
         """Number of cycles that ended normally."""
         return sum(self.completed_flags)
 
-    def table(self) -> CycleTable:
+    def table(self, mark_gpu_ns: Sequence[int] | None = None) -> CycleTable:
         """The cycles that ended normally, renumbered 0..n-1.
 
         A cycle still open (an interrupt outside the marker) or cut short is left out: its
         kernels get cycle -1 ("outside any cycle") instead of distorting its case.
+        ``mark_gpu_ns``: the GPU start time of each issued mark, in issue order (from the
+        marks' own records); it fills ``mark_start_ns`` / ``mark_end_ns`` (-1 where a cycle
+        has no such mark). None, or a count that does not match the marks issued: no columns.
         """
-        if self._open:
-            self.end_cycle(completed=False)
+        self.close_open()
         keep = [i for i, ok in enumerate(self.completed_flags) if ok]
+        mark_start = mark_end = None
+        if mark_gpu_ns is not None and len(mark_gpu_ns) == len(self.mark_slots):
+            gpu_start = np.full(len(self.starts), -1, dtype=np.int64)
+            gpu_end = np.full(len(self.starts), -1, dtype=np.int64)
+            for (cycle, is_end), t in zip(self.mark_slots, mark_gpu_ns, strict=True):
+                (gpu_end if is_end else gpu_start)[cycle] = int(t)
+            mark_start, mark_end = gpu_start[keep], gpu_end[keep]
         return CycleTable(
             index=np.arange(len(keep), dtype=np.int64),
             start_ns=np.asarray([self.starts[i] for i in keep], dtype=np.int64),
             end_ns=np.asarray([self.ends[i] for i in keep], dtype=np.int64),
             label=tuple(self.labels[i] for i in keep),
             warmup=np.asarray([self.warmups[i] for i in keep], dtype=np.bool_),
+            mark_start_ns=mark_start,
+            mark_end_ns=mark_end,
         )
 
 

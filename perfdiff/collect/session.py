@@ -16,7 +16,8 @@ from typing import Any
 
 from perfdiff import __version__
 from perfdiff.collect.backends import MetricSampler, Sources
-from perfdiff.collect.boundary_marks import attach_launch_records, take_mark_records
+from perfdiff.collect.boundary_marks import attach_launch_records, take_marks
+from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS, coverage_warning
@@ -162,16 +163,25 @@ def _pm_coverage_warnings(metrics: list[MetricSeries], cycles: CycleTable) -> li
 
 
 def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: CycleLog,
-                         warnings: list[str]) -> None:
-    """Launch records from the cycle boundary marks (boundary_marks.py), or a warning."""
-    mark_ids = take_mark_records(stopped.raw, stream_ids)
+                         warnings: list[str]) -> list[int] | None:
+    """Launch records from the cycle boundary marks (boundary_marks.py), or a warning.
+
+    Returns the marks' GPU start times in issue order when every issued mark was recorded
+    (for the cycle table's mark columns and the clock check), else None.
+    """
+    mark_ids, mark_gpu_ns = take_marks(stopped.raw, stream_ids)
     if log.mark_error is not None:
         warnings.append(f"a cycle boundary mark failed ({log.mark_error}); kernels were "
                         "assigned to cycles by GPU start time")
-        return
+        return None
     problem = attach_launch_records(stopped.raw, mark_ids, log.mark_ns)
     if problem is not None:
         warnings.append(problem)
+        return None
+    clock = clock_rate_warning(log.mark_wall_ns, mark_gpu_ns)
+    if clock is not None:
+        warnings.append(clock)
+    return mark_gpu_ns
 
 
 def _drop_neighbour_kernels(stopped: _Stopped, streams: tuple[int, ...],
@@ -238,9 +248,12 @@ def _build_run_file(
     status: Status,
     extra_params: dict[str, Any],
 ) -> RunFile:
-    cycles = log.table()
+    log.close_open()
+    mark_gpu_ns = None
     if sources.boundary_marker is not None:
-        _launches_from_marks(stopped, sources.boundary_marker.stream_ids, log, warnings)
+        mark_gpu_ns = _launches_from_marks(stopped, sources.boundary_marker.stream_ids, log,
+                                           warnings)
+    cycles = log.table(mark_gpu_ns)
     if settings.exclude_streams:
         _drop_neighbour_kernels(stopped, settings.exclude_streams, warnings)
     strings = StringTable()

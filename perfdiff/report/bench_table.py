@@ -71,6 +71,13 @@ def _measure_text(run: BenchRun) -> str:
     if run.measure == "kernels":
         return ("GPU time: the sum of the durations of the kernels launched in the cycle "
                 "(CUPTI records; gaps between kernels not counted)")
+    if run.measure == "stream":
+        return ("GPU time: from the end of the GPU lead (the spin kernel before the cycle) to "
+                "the end of the last GPU activity launched in the cycle (CUPTI records)")
+    if run.measure == "call":
+        return ("GPU time: from the end of the GPU lead to the later of the end of the last "
+                "GPU activity launched in the cycle and the GPU start of the cycle's end "
+                "boundary mark, issued when the call returned to Python (CUPTI records)")
     return ("GPU time: from the start of the first GPU activity to the end of the last one "
             "launched in the cycle (CUPTI kernel/memcpy/memset records)")
 

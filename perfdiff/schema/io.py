@@ -237,6 +237,13 @@ def _columns(d: Any, cls: type[T], where: str) -> T:
     kwargs: dict[str, Any] = {}
     for f in fields(cls):  # type: ignore[arg-type]
         col_where = f"{where}.{f.name}"
+        if f.type == "IntArray | None":  # an optional column (a later minor version added it)
+            if not isinstance(d, Mapping):
+                raise _Malformed(f"{where} is not an object")
+            value = d.get(f.name)
+            if value is not None:
+                kwargs[f.name] = _int_array(value, col_where)
+            continue
         value = _get(d, f.name, where)
         if f.type == "IntArray":
             kwargs[f.name] = _int_array(value, col_where)
@@ -423,7 +430,10 @@ def _column_list(value: Any) -> list[Any]:
 
 
 def _table_to_dict(table: Any) -> dict[str, list[Any]]:
-    return {f.name: _column_list(getattr(table, f.name)) for f in fields(table)}
+    """Every column as a list; an optional column that is None is left out (older readers and
+    the format's own docs treat absent and unknown alike)."""
+    return {f.name: _column_list(getattr(table, f.name)) for f in fields(table)
+            if getattr(table, f.name) is not None}
 
 
 def _run_to_dict(run: Run) -> dict[str, Any]:

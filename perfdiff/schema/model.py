@@ -89,13 +89,23 @@ class KernelName:
 
 @dataclass(frozen=True)
 class CycleTable:
-    """Cycles (iterations) of one run; ``warmup`` cycles are excluded from statistics."""
+    """Cycles (iterations) of one run; ``warmup`` cycles are excluded from statistics.
+
+    ``mark_start_ns`` / ``mark_end_ns`` (schema 1.1, optional): GPU start time of the cycle's
+    boundary marks (``perfdiff.collect.boundary_marks``), -1 where unknown; None (absent from
+    the file) when the run had no marks (API-records mode, user programs, files before 1.1).
+    Why kept: the end mark is issued when the timed call has returned to Python, the moment a
+    CUDA end event would be recorded, so ``perfdiff bench --measure call`` can measure the
+    window CUDA events measure without recording any event.
+    """
 
     index: IntArray
     start_ns: IntArray
     end_ns: IntArray
     label: tuple[str, ...]
     warmup: BoolArray
+    mark_start_ns: IntArray | None = None
+    mark_end_ns: IntArray | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from perfdiff.collect.workloads.base import CyclePlan, Workload, WorkloadParamError, WorkloadParams
 from perfdiff.collect.workloads.cases import batch_text, case_label, parse_batches, parse_int_list
 from perfdiff.collect.workloads.gpt_infer import import_torch_cuda
-from perfdiff.markers import CycleMarker
+from perfdiff.markers import CycleMarker, call_returned
 
 Backend = Literal["default", "cusolver", "magma"]
 SEED_BATCHES = "[],[1],[2],[4]"
@@ -178,6 +178,7 @@ class Linalg(Workload):
                 with marker.cycle(case.label, warmup=i < plan.warmup):
                     torch.linalg.eigh(a)
                     if on_gpu:
+                        call_returned()  # the end boundary mark (perfdiff.markers)
                         self._sync()
 
     def teardown(self) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 from perfdiff.collect.workloads.base import CyclePlan, Workload, WorkloadParamError, WorkloadParams
 from perfdiff.collect.workloads.cases import case_label, parse_int_list, shape_text
 from perfdiff.collect.workloads.gpt_infer import import_torch_cuda
-from perfdiff.markers import CycleMarker
+from perfdiff.markers import CycleMarker, call_returned
 
 IMPLS = ("naive", "torchscript", "triton", "cuda")
 DTYPES = ("float64", "float32", "float16", "bfloat16")
@@ -225,6 +225,7 @@ class RmsNorm(Workload):
                 self._lead()
                 with marker.cycle(case.label, warmup=i < plan.warmup):
                     call()
+                    call_returned()  # the end boundary mark: where a CUDA end event would be
                     self._sync()
 
     def teardown(self) -> None:
