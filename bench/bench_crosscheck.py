@@ -18,11 +18,12 @@ launch than the recording did). The second column compares like with like: it ch
 perfdiff reads the GPU time of a case correctly. The gap between the two columns is what
 tracing itself costs the case, which a short case of several kernels feels most.
 
-``--measure`` picks perfdiff's per-case time (``perfdiff bench --measure``): ``call`` (end of
-the GPU lead to the later of the last GPU end and the end boundary mark, the events' window
-for host-bound calls too; needs a recording with mark times), ``stream`` (lead end to the last
-GPU end), ``span`` (first GPU start to last end). Every row also carries the medians of the
-other measures the file has (``span_ms``, ``stream_ms``, ``call_ms``).
+``--measure`` picks perfdiff's per-case time (``perfdiff bench --measure``): ``call``, the
+default here (end of the GPU lead to the later of the last GPU end and the end boundary mark,
+the events' window for host-bound calls too; needs a recording with mark times),
+``stream`` (lead end to the last GPU end), ``span`` (first GPU start to last end). Every row
+also carries the medians of the other measures the file has (``span_ms``, ``stream_ms``,
+``call_ms``).
 
 usage: python bench/bench_crosscheck.py RUN.json.gz [--json OUT.json] [--limit-pct 5]
        [--measure span|stream|call] [--events-from EARLIER.json  (no GPU: reuse its event times)]
@@ -95,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--no-cupti-pass", action="store_true",
                         help="skip the second timing with CUPTI tracing on")
-    parser.add_argument("--measure", choices=("span", "stream", "call"), default="span",
-                        help="perfdiff's GPU time per case (perfdiff bench --measure)")
+    parser.add_argument("--measure", choices=("span", "stream", "call"), default="call",
+                        help="perfdiff's GPU time per case (perfdiff bench --measure); call, "
+                        "the events' own window, needs a recording with mark times")
     parser.add_argument("--events-from", type=Path, default=None, metavar="JSON",
                         help="reuse the CUDA-event times of an earlier --json output (no GPU)")
     args = parser.parse_args(argv)

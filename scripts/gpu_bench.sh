@@ -4,11 +4,18 @@
 # reference), record the rmsnorm and linalg fixtures (reduced rmsnorm grid; linalg on two
 # backends plus re-runs for the A/A checks), and cross-check per-case GPU times against
 # CUDA events (same L2 flush + GPU spin before each call; each case timed once without
-# tracing and once with CUPTI activity tracing, API records included). The crosscheck step
-# "FAILS" (rc 1) while any case over 20 us is off by more than 5 %: expected for now, see
-# docs/howto/benchmarks.md, "Cross-check with CUDA events". Everything lands under $OUT
-# (fixtures as one tar).
+# tracing and once with CUPTI activity tracing as the recording had it: no API records).
+# The crosscheck step times the events once per file and compares them with perfdiff's
+# `--measure call` (lead end to the later of the last GPU end and the end boundary mark) and
+# `--measure stream` (lead end to the last GPU end; from the same event times, no GPU), then
+# checks that the new fixtures hold their marks' GPU times, and runs the GPU test of the
+# marks and of the CUPTI clock warning (tests/gpu/test_marks_clock_gpu.py). It "FAILS"
+# (rc 1) while any case over 20 us is off by more than 5 % (docs/howto/benchmarks.md,
+# "Cross-check with CUDA events"); every part runs whatever an earlier one returned.
+# Everything lands under $OUT (fixtures as one tar).
 #
+# One call for issue 4 on the GPU:
+#   OUT=/tmp/out bash scripts/gpu_bench.sh install build fixtures crosscheck tables pack
 # usage: scripts/gpu_bench.sh [STEP...]
 #   steps: install env build fixtures crosscheck tables pack tests (the default: all, in order)
 set -uo pipefail
@@ -83,14 +90,51 @@ step_fixtures() {
   ls -la "$FIX" | tee -a "$LOG"
 }
 
+crosscheck_file() {  # FIXTURE NAME: events timed once (--measure call), stream from them
+  local fixture=$1 name=$2 rc=0
+  if [ ! -f "$fixture" ]; then say "no $fixture (fixtures step failed?)"; return 1; fi
+  run $PY bench/bench_crosscheck.py "$fixture" --measure call \
+    --json "$OUT/crosscheck-$name-call.json" || rc=1
+  if [ -f "$OUT/crosscheck-$name-call.json" ]; then
+    run $PY bench/bench_crosscheck.py "$fixture" --measure stream \
+      --events-from "$OUT/crosscheck-$name-call.json" --json "$OUT/crosscheck-$name-stream.json" \
+      || rc=1
+  fi
+  return $rc
+}
+
 step_crosscheck() {
-  local tag b1 b2
+  local tag b1 b2 rc=0
   tag=$(gpu_tag)
   read -r b1 b2 <<<"$(backends)"
-  run $PY bench/bench_crosscheck.py "$FIX/rmsnorm-$tag.json.gz" --json "$OUT/crosscheck-rmsnorm.json"
-  run $PY bench/bench_crosscheck.py "$FIX/linalg-$tag-$b2.json.gz" --json "$OUT/crosscheck-linalg.json"
-  run $PY bench/bench_crosscheck.py "$FIX/linalg-$tag-$b1.json.gz" \
-    --json "$OUT/crosscheck-linalg-$b1.json"
+  crosscheck_file "$FIX/rmsnorm-$tag.json.gz" rmsnorm || rc=1
+  crosscheck_file "$FIX/linalg-$tag-$b2.json.gz" "linalg-$b2" || rc=1
+  crosscheck_file "$FIX/linalg-$tag-$b1.json.gz" "linalg-$b1" || rc=1
+  mark_summary || rc=1
+  run $PY -m pytest -q -s -m gpu tests/gpu/test_marks_clock_gpu.py -p no:cacheprovider || rc=1
+  return $rc
+}
+
+mark_summary() {  # per fixture: cycles with end-mark times, schema version, clock warnings
+  run $PY - "$FIX" "$OUT/marks-summary.json" <<'PY'
+import json, pathlib, sys
+import numpy as np
+from perfdiff.schema.io import load_run_file
+out = {}
+for path in sorted(pathlib.Path(sys.argv[1]).glob("*.json.gz")):
+    rf = load_run_file(path)
+    c = rf.runs[0].cycles
+    out[path.name] = {
+        "schema_version": rf.schema_version, "cycles": int(c.index.size),
+        "with_mark_start": -1 if c.mark_start_ns is None else int((c.mark_start_ns >= 0).sum()),
+        "with_mark_end": -1 if c.mark_end_ns is None else int((c.mark_end_ns >= 0).sum()),
+        "clock_warnings": [w for w in rf.collection.warnings if "CUPTI timestamps" in w],
+        "warnings": list(rf.collection.warnings)}
+    print(path.name, {k: v for k, v in out[path.name].items() if k != "warnings"})
+pathlib.Path(sys.argv[2]).write_text(json.dumps(out, indent=1))
+ok = all(v["with_mark_end"] == v["cycles"] and not v["clock_warnings"] for v in out.values())
+sys.exit(0 if out and ok else 1)
+PY
 }
 
 step_tables() {  # the seeds' tables and the A/A checks from what was just recorded
