@@ -178,7 +178,8 @@ def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: Cy
     if problem is not None:
         warnings.append(problem)
         return None
-    clock = clock_rate_warning(log.mark_wall_ns, mark_gpu_ns)
+    clock = (clock_rate_warning(log.mark_wall_ns, mark_gpu_ns)
+             if len(log.mark_wall_ns) == len(mark_gpu_ns) else None)
     if clock is not None:
         warnings.append(clock)
     return mark_gpu_ns

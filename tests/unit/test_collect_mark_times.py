@@ -146,19 +146,19 @@ def test_take_marks_returns_ids_and_gpu_starts_in_launch_order() -> None:
 
 
 def test_clock_rate_hand_cases() -> None:
-    host = [0, 20_000_000, 40_000_000, 60_000_000]
+    host = [0, 40_000_000, 80_000_000, 120_000_000]
     assert clock_rate(host, [5 + h for h in host]) == pytest.approx(1.0)
     assert clock_rate(host, [int(2.1 * h) for h in host]) == pytest.approx(2.1)
     assert clock_rate(host, [-1, -1, 1, 2]) is None  # unknown times: too few left
     assert clock_rate(host[:3], host[:3]) is None  # fewer than 4 marks
-    short = [0, 1_000_000, 2_000_000, 3_000_000]  # 3 ms: too short to tell
+    short = [0, 30_000_000, 60_000_000, 90_000_000]  # 90 ms: too short to tell
     assert clock_rate(short, [2 * h for h in short]) is None
     with pytest.raises(ValueError, match="4 host times for 3"):
         clock_rate(host, host[:3])
 
 
 def test_clock_warning_text_and_tolerance() -> None:
-    host = np.arange(0, 100_000_000, 1_000_000)
+    host = np.arange(0, 200_000_000, 2_000_000)
     assert clock_rate_warning(host, host + 777) is None
     assert clock_rate_warning(host, (1.04 * host).astype(np.int64)) is None
     text = clock_rate_warning(host, (2.1 * host).astype(np.int64))
@@ -187,13 +187,13 @@ def test_clock_rate_recovers_the_rate_despite_a_few_delayed_marks(
 
 
 class WallClock:
-    """perf_counter for CycleLog: 10 ms per read, so a short fake run spans enough time."""
+    """perf_counter for CycleLog: 20 ms per read, so a short fake run spans enough time."""
 
     def __init__(self) -> None:
         self.now = 0
 
     def perf_counter_ns(self) -> int:
-        self.now += 10_000_000
+        self.now += 20_000_000
         return self.now
 
 
@@ -209,7 +209,7 @@ class ScaledMarker(FakeMarker):
     def mark(self) -> None:
         self.issued += 1
         self.trace._corr += 1
-        t = int(self.rate * (self.wall.now + 10_000_000))  # the read right after the issue
+        t = int(self.rate * (self.wall.now + 20_000_000))  # the read right after the issue
         self.gpu_starts.append(t)
         self.trace.raw.memset.append(TransferRecord("memset", 1, 0, MARK_STREAM, t, t + 10,
                                                     self.trace._corr))
