@@ -14,8 +14,10 @@ protocol.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -57,6 +59,7 @@ class RecorderMarker:
     @contextlib.contextmanager
     def cycle(self, label: str = "", *, warmup: bool = False) -> Iterator[None]:
         self._recorder.begin_cycle(label, warmup)
+        _timer_started(label, warmup)
         try:
             yield
         except BaseException:
@@ -95,6 +98,7 @@ def mark_cycle(label: str = "", *, warmup: bool = False) -> None:
     recorder = _active
     if recorder is not None:
         recorder.begin_cycle(label, warmup)
+        _timer_started(label, warmup)
 
 
 def end_cycle() -> None:
@@ -115,17 +119,111 @@ def call_returned() -> None:
     hook = getattr(_active, "call_returned", None)
     if hook is not None:
         hook()
+    timer = _call_timer
+    if timer is not None and _active is not None:
+        timer.call_returned()
+
+
+class CallTimer(Protocol):
+    """An opt-in observer of every cycle's call, beside the collector's recorder.
+
+    Why: the in-situ cross-check (``bench/bench_crosscheck.py --in-situ``) records a CUDA
+    event pair around the very calls perfdiff measures, in the same process and under the
+    same tracing, so that the two measurements of one call can be compared cycle by cycle.
+    Installed with :func:`set_call_timer`; nothing installs one in a normal collection.
+    """
+
+    def call_started(self, label: str, warmup: bool) -> None:
+        """A cycle has just opened (after the collector stamped it and issued its start
+        mark): the call is about to be made."""
+        ...
+
+    def call_returned(self) -> None:
+        """The cycle's call has returned (after the collector issued its end mark)."""
+        ...
+
+
+class TimingEvent(Protocol):
+    """What :class:`EventPairTimer` needs of an event (``torch.cuda.Event(enable_timing=True)``)."""
+
+    def record(self) -> None: ...
+
+    def elapsed_time(self, end_event: TimingEvent) -> float: ...
+
+
+@dataclass
+class TimedCall:
+    """One cycle's event pair; ``end`` None when the cycle made no :func:`call_returned`."""
+
+    label: str
+    warmup: bool
+    start: TimingEvent
+    end: TimingEvent | None = None
+
+    def elapsed_ms(self) -> float:
+        """Start to end in ms (NaN without an end); the GPU must have passed the end event."""
+        return math.nan if self.end is None else float(self.start.elapsed_time(self.end))
+
+
+class EventPairTimer:
+    """A :class:`CallTimer` that records an event at each call's start and return.
+
+    ``new_event`` makes one event (CUDA-only in practice; a fake on CPU in tests). The pairs
+    stay in memory, one per cycle in cycle order (``calls``), not in the run file: they are
+    the cross-check's reference, not something a run file's reader needs.
+    """
+
+    def __init__(self, new_event: Callable[[], TimingEvent]) -> None:
+        self._new_event = new_event
+        self.calls: list[TimedCall] = []
+
+    def call_started(self, label: str, warmup: bool) -> None:
+        event = self._new_event()
+        event.record()
+        self.calls.append(TimedCall(label, warmup, event))
+
+    def call_returned(self) -> None:
+        if self.calls and self.calls[-1].end is None:
+            event = self._new_event()
+            event.record()
+            self.calls[-1].end = event
+
+
+_call_timer: CallTimer | None = None
+
+
+def set_call_timer(timer: CallTimer | None) -> CallTimer | None:
+    """Install (or remove, with None) the process-wide call timer; returns the previous one.
+
+    It is told about cycles opened through the active recorder only (none without a
+    collector), right after the recorder, so its events follow the collector's marks.
+    """
+    global _call_timer
+    previous = _call_timer
+    _call_timer = timer
+    return previous
+
+
+def _timer_started(label: str, warmup: bool) -> None:
+    timer = _call_timer
+    if timer is not None:
+        timer.call_started(label, warmup)
 
 
 __all__ = [
+    "CallTimer",
     "CycleMarker",
     "CycleRecorder",
+    "EventPairTimer",
     "NullMarker",
     "RecorderMarker",
+    "TimedCall",
+    "TimingEvent",
     "active_marker",
     "call_returned",
     "cycle",
     "end_cycle",
     "mark_cycle",
     "set_active_recorder",
+    "set_call_timer",
 ]

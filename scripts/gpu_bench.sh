@@ -14,10 +14,18 @@
 # "Cross-check with CUDA events"); every part runs whatever an earlier one returned.
 # Everything lands under $OUT (fixtures as one tar).
 #
+# The insitu step records rmsnorm (the fixtures' grid) and linalg (both backends) inside
+# bench/bench_crosscheck.py --in-situ, with a CUDA event pair around every measured call of
+# that same collection, and compares per cycle and per case (JSON and run files under
+# $OUT/insitu; about 2 minutes on an H100 once the extension is built).
+#
 # One call for issue 4 on the GPU:
 #   OUT=/tmp/out bash scripts/gpu_bench.sh install build fixtures crosscheck tables pack
+# The in-situ cross-check alone:
+#   OUT=/tmp/out bash scripts/gpu_bench.sh install build insitu
 # usage: scripts/gpu_bench.sh [STEP...]
-#   steps: install env build fixtures crosscheck tables pack tests (the default: all, in order)
+#   steps: install env build fixtures crosscheck insitu tables pack tests (the default: all,
+#   in order)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/perfdiff-bench}
@@ -115,6 +123,23 @@ step_crosscheck() {
   return $rc
 }
 
+insitu_one() {  # NAME WORKLOAD ARGS...: one in-situ cross-check, JSON + run file
+  local name=$1 workload=$2
+  shift 2
+  mkdir -p "$OUT/insitu"
+  run $PY bench/bench_crosscheck.py --in-situ "$workload" "$@" --measure call \
+    --json "$OUT/insitu/insitu-$name.json" --save-run "$OUT/insitu/insitu-$name.json.gz"
+}
+
+step_insitu() {  # CUDA events of the very calls perfdiff measures, one process per workload
+  local b rc=0
+  insitu_one rmsnorm rmsnorm "${RMS_GRID[@]}" "${RMS_CYCLES[@]}" || rc=1
+  for b in $(backends); do
+    insitu_one "linalg-$b" linalg -p backend="$b" -p cpu=false "${LINALG_CYCLES[@]}" || rc=1
+  done
+  return $rc
+}
+
 mark_summary() {  # per fixture: cycles with end-mark times, schema version, clock warnings
   run $PY - "$FIX" "$OUT/marks-summary.json" <<'PY'
 import json, pathlib, sys
@@ -155,7 +180,7 @@ step_pack() {
 }
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(install env build fixtures crosscheck tables pack tests)
+[ ${#steps[@]} -eq 0 ] && steps=(install env build fixtures crosscheck insitu tables pack tests)
 for s in "${steps[@]}"; do
   say "step $s"
   "step_$s" || say "step $s FAILED (rc=$?)"
