@@ -11,6 +11,7 @@ opened, before it closed. The workloads reach the hook unchanged (``marker.cycle
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from perfdiff.collect.backends import Sources  # noqa: E402
-from perfdiff.collect.records import RawTrace  # noqa: E402
+from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace  # noqa: E402
 from perfdiff.collect.session import CollectSettings  # noqa: E402
 from perfdiff.collect.workloads import linalg, rmsnorm  # noqa: E402
 from perfdiff.collect.workloads.base import CyclePlan, Workload  # noqa: E402
@@ -150,3 +151,75 @@ def test_an_incomplete_collection_is_refused_in_one_line() -> None:
     with pytest.raises(InputError, match="did not complete: workload raised RuntimeError"):
         _collect(Failing(params), CyclePlan(measured=1))
     assert set_call_timer(None) is None
+
+
+class KernelTrace(Trace):
+    """A trace in which every call launches one 20 us 'kernel' at its start event."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock)
+        self.raw = RawTrace()
+
+    def launch(self, at: int) -> None:
+        corr = len(self.raw.kernels) + 1
+        self.raw.api.append(ApiRecord(corr, at))
+        self.raw.kernels.append(KernelRecord("_Z4calli", 0, 7, at + 500, at + 20_500, corr,
+                                             (1, 1, 1), (128, 1, 1)))
+
+    def stop(self) -> RawTrace:
+        return self.raw
+
+
+def test_the_command_runs_end_to_end_on_fakes(monkeypatch: pytest.MonkeyPatch,
+                                              cpu_torch: Any, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """--in-situ through main(): sources, events and the workload's torch are fakes; the
+    JSON, the table and the exit code are real. Each call's kernel runs 20 us from 0.5 us
+    after its start event, and its end event comes 21 us after the start event: span 20 us
+    against events 21 us, -4.76 %, within 5 % (rc 0) but not within 4 % (rc 1)."""
+    import perfdiff.collect.sources as sources_module
+
+    clock = Clock()
+    trace = KernelTrace(clock)
+    opened = sources_module.OpenedSources(
+        sources=Sources(trace=trace, synchronize=lambda: None), environment=ENV, device="cpu")
+    monkeypatch.setattr(sources_module, "open_sources", lambda settings: opened)
+    last_start: list[int] = []
+
+    class CudaEvent(Event):
+        def __init__(self, enable_timing: bool) -> None:
+            assert enable_timing
+            super().__init__(clock, [])
+
+        def record(self) -> None:
+            super().record()
+            if len(last_start) % 2 == 0:  # start, end, start, end, ...
+                trace.launch(self.at)
+                last_start.append(self.at)
+            else:
+                self.at = last_start[-1] + 21_000
+                last_start.append(self.at)
+
+    monkeypatch.setattr(cpu_torch.cuda, "Event", CudaEvent)
+    out, run_out = tmp_path / "insitu.json", tmp_path / "insitu.json.gz"
+    argv = ["--in-situ", "rmsnorm", "-p", "impls=naive", "-p", "dtypes=float32", "-p", "seq=8",
+            "-p", "hidden=61", "-p", "batch=2", "--cycles", "3", "--warmup", "1",
+            "--measure", "span", "--json", str(out), "--save-run", str(run_out)]
+    assert _script().main(argv) == 0 and run_out.exists()
+    doc = json.loads(out.read_text())
+    summary, rows = doc["summary"], doc["rows"]
+    assert summary["mode"] == "in-situ" and summary["measure"] == "span"
+    assert summary["cases_over_20us"] == 2 and summary["within_limit"] == 2
+    assert [r["case"] for r in rows] == [
+        f"impl=naive dtype=float32 direction={d} shape=2x8x61" for d in ("forward", "backward")]
+    for row in rows:
+        assert row["n"] == 3 and row["event_ms"] == pytest.approx(0.021)
+        assert row["span_ms"] == pytest.approx(0.020)
+        assert row["diff_span_pct"] == pytest.approx(-100 / 21)
+        assert row["paired_diff_span_pct"] == pytest.approx(-100 / 21)
+        assert row["paired_diff_span_us"] == pytest.approx(-1.0)
+    printed = capsys.readouterr().out
+    assert rows[0]["case"] in printed and '"mode": "in-situ"' in printed
+    last_start.clear()
+    trace.raw = RawTrace()
+    assert _script().main([*argv, "--limit-pct", "4"]) == 1
