@@ -429,14 +429,21 @@ def _main_in_situ(args: argparse.Namespace) -> int:
             workload, plan, opened.sources, opened.environment, settings,
             lambda: torch.cuda.Event(enable_timing=True), device=opened.device,
             extra_params={"collect_command": command})
+        warnings = list(run_file.collection.warnings)
+        for warning in warnings:  # e.g. marks that failed: then there is no call time
+            print(f"bench_crosscheck: warning: {warning}", file=sys.stderr)
         if args.save_run is not None:
-            save_run_file(run_file, args.save_run)
+            try:
+                save_run_file(run_file, args.save_run)
+            except OSError as exc:
+                raise InputError(f"cannot write {args.save_run}: {exc}") from None
         whole, rows = compare_in_situ(run_file, calls, f"in-situ {args.in_situ}")
     except PerfdiffError as exc:
         print(f"bench_crosscheck: {exc}", file=sys.stderr)
         return 2
     summary = {"mode": "in-situ", "workload": args.in_situ, "params": args.param,
                "cycles": args.cycles, "warmup": args.warmup, "gpu": whole.gpu,
+               "warnings": warnings,
                **in_situ_summary(rows, args.measure, args.limit_pct),
                "seconds": round(time.perf_counter() - started, 1)}
     _print_in_situ(rows)
