@@ -138,7 +138,8 @@ _ApiRecordsOpt = typer.Option(
 )
 _ContendModeOpt = typer.Option(
     help="process: a second process, time-sliced with ours; stream: a thread of this process "
-    "on its own CUDA stream, running concurrently with the workload's kernels."
+    "on its own CUDA stream, running concurrently with the workload's kernels; partition: a "
+    "thread holding FRACTION of the SMs all the time (an MPS co-tenant with an SM limit)."
 )
 _ContendPeriodOpt = typer.Option(help="Duty-cycle period of the --contend neighbour (ms).")
 _ListOpt = typer.Option("--list", help="List built-in workloads and their parameters.")
@@ -194,8 +195,8 @@ def collect(
         from perfdiff.cli.collect_program import collect_program
 
         if contend_mode != "process":
-            raise WorkloadParamError("--contend-mode stream needs a built-in workload (the "
-                                     "neighbour is a thread of perfdiff's own process)")
+            raise WorkloadParamError(f"--contend-mode {contend_mode} needs a built-in workload "
+                                     "(the neighbour is a thread of perfdiff's own process)")
         extra = list(metric or [])
         collect_program(
             [workload, *ctx.args], output=output, runs=runs, cycle_range=cycle_range,
@@ -241,7 +242,7 @@ def collect(
     with (Contender(contend, device, mode=mode,
                     period_ms=contend_period_ms) as neighbour,
           _Progress(plan.measured + plan.warmup, quiet) as progress):
-        if neighbour.mode == "stream" and contend > 0 and not neighbour.excluded_streams:
+        if neighbour.mode != "process" and contend > 0 and not neighbour.excluded_streams:
             text = ("the --contend neighbour's CUDA stream has no CUPTI id; its kernels stay "
                     "in the run file")
             opened.sources.warnings.append(text)  # recorded in the run file, not only printed

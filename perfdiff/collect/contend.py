@@ -15,6 +15,12 @@ period (``--contend-period-ms``, default 50 ms) and sleeps for the rest. Two kin
   looks like. CUPTI sees the neighbour's kernels too (same process); the collector leaves
   them out of the run file (by CUPTI stream id) and says so in the run file's warnings,
   because a neighbour in another process would not be in our trace either.
+- ``partition``: like ``stream``, but ``FRACTION`` is the share of the SMs the neighbour
+  holds, all the time, with a tensor-core kernel of its own (``kernels/sm_holder.py``, one
+  long-running program per held SM): an MPS co-tenant limited by
+  ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``, or a green context. Our kernels never wait for the
+  whole GPU; the ones that need whole SMs (GEMMs, attention) get fewer of them, small
+  elementwise blocks still fit beside the neighbour's.
 
 The neighbour starts before the workload's setup, waits until its first products ran, and is
 stopped when collection ends. Run the process kind as
@@ -29,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Literal
 
@@ -38,8 +45,8 @@ from perfdiff.errors import CollectorUnavailableError
 PERIOD_MS = 50.0
 MATRIX_SIZE = 4096
 READY_TIMEOUT_S = 60.0
-ContendMode = Literal["process", "stream"]
-CONTEND_MODES: tuple[ContendMode, ...] = ("process", "stream")
+ContendMode = Literal["process", "stream", "partition"]
+CONTEND_MODES: tuple[ContendMode, ...] = ("process", "stream", "partition")
 
 
 class Contender:
@@ -69,9 +76,9 @@ class Contender:
     def __enter__(self) -> Contender:
         if self.fraction <= 0.0:
             return self
-        if self.mode == "stream":
+        if self.mode in ("stream", "partition"):
             self._thread = _StreamNeighbour(self.fraction, self.device_index,
-                                            self.period_ms / 1e3)
+                                            self.period_ms / 1e3, self.mode)
             self.excluded_streams = self._thread.begin()
             return self
         argv = [sys.executable, "-m", "perfdiff.collect.contend", repr(self.fraction),
@@ -111,12 +118,14 @@ class Contender:
 
 
 class _StreamNeighbour:  # pragma: no cover - GPU only
-    """The ``stream`` kind: a daemon thread running the duty cycle on its own CUDA stream."""
+    """The in-process kinds: a daemon thread running the neighbour on its own CUDA stream."""
 
-    def __init__(self, fraction: float, device_index: int, period_s: float) -> None:
+    def __init__(self, fraction: float, device_index: int, period_s: float,
+                 mode: ContendMode) -> None:
         self._fraction = fraction
         self._device_index = device_index
         self._period_s = period_s
+        self._mode = mode
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._failure: str | None = None
@@ -128,7 +137,7 @@ class _StreamNeighbour:  # pragma: no cover - GPU only
         if not self._ready.wait(READY_TIMEOUT_S) or self._failure is not None:
             self.end()
             raise CollectorUnavailableError(
-                f"the --contend-mode stream neighbour failed to start "
+                f"the --contend-mode {self._mode} neighbour failed to start "
                 f"({self._failure or 'timed out'}); run without --contend"
             )
         return self._stream_ids
@@ -143,8 +152,7 @@ class _StreamNeighbour:  # pragma: no cover - GPU only
             device = torch.device("cuda", self._device_index)
             stream = torch.cuda.Stream(device=device)
             with torch.cuda.stream(stream):
-                a, b = _operands(torch, device)
-                c = a @ b
+                burst, time_share = self._prepare(torch, device, stream)
             stream.synchronize()
             self._stream_ids = cupti_stream_ids(int(stream.cuda_stream))
         except Exception as exc:
@@ -152,18 +160,45 @@ class _StreamNeighbour:  # pragma: no cover - GPU only
             self._ready.set()
             return
         self._ready.set()
-        busy_s = self._period_s * self._fraction
         with torch.cuda.stream(stream):
-            while not self._stop.is_set():
-                period_start = time.perf_counter()
-                while time.perf_counter() - period_start < busy_s and not self._stop.is_set():
-                    for _ in range(4):
-                        torch.matmul(a, b, out=c)
-                    stream.synchronize()  # releases the GIL while the GPU works
-                rest = self._period_s - (time.perf_counter() - period_start)
-                if rest > 0:
-                    self._stop.wait(rest)
+            duty_cycle(time_share, self._period_s, burst, self._stop)
         stream.synchronize()
+
+    def _prepare(self, torch: Any, device: Any, stream: Any) -> tuple[Callable[[], None], float]:
+        """The burst to repeat and the share of time to repeat it (after one run of it)."""
+        if self._mode == "partition":
+            from perfdiff.collect.kernels.sm_holder import SmHolder
+
+            sm_count = int(torch.cuda.get_device_properties(device).multi_processor_count)
+            holder = SmHolder(max(1, round(self._fraction * sm_count)), device)
+            iters = holder.iters_for(self._period_s, stream)
+
+            def hold() -> None:
+                holder.launch(iters)
+                stream.synchronize()  # releases the GIL while the GPU works
+            return hold, 1.0
+        a, b = _operands(torch, device)
+        c = a @ b
+
+        def products() -> None:
+            for _ in range(4):
+                torch.matmul(a, b, out=c)
+            stream.synchronize()  # releases the GIL while the GPU works
+        return products, self._fraction
+
+
+def duty_cycle(time_share: float, period_s: float, burst: Callable[[], None],
+               stop: threading.Event) -> None:
+    """Repeat ``burst`` for ``time_share`` of every period and idle for the rest, until
+    ``stop`` is set: the one loop behind every neighbour kind."""
+    busy_s = period_s * time_share
+    while not stop.is_set():
+        period_start = time.perf_counter()
+        while time.perf_counter() - period_start < busy_s and not stop.is_set():
+            burst()
+        rest = period_s - (time.perf_counter() - period_start)
+        if rest > 0:
+            stop.wait(rest)
 
 
 def _operands(torch: Any, device: Any) -> tuple[Any, Any]:  # pragma: no cover - GPU only
@@ -182,16 +217,12 @@ def _contend(fraction: float, device_index: int, period_s: float) -> None:  # pr
     torch.cuda.synchronize()
     (a @ b).sum().item()
     print("ready", flush=True)
-    busy_s = period_s * fraction
-    while True:
-        period_start = time.perf_counter()
-        while time.perf_counter() - period_start < busy_s:
-            for _ in range(4):
-                a @ b
-            torch.cuda.synchronize()
-        rest = period_s - (time.perf_counter() - period_start)
-        if rest > 0:
-            time.sleep(rest)
+
+    def products() -> None:
+        for _ in range(4):
+            a @ b
+        torch.cuda.synchronize()
+    duty_cycle(fraction, period_s, products, threading.Event())  # runs until terminated
 
 
 if __name__ == "__main__":  # pragma: no cover - child process entry point
