@@ -116,12 +116,14 @@ def call_returned() -> None:
     ``perfdiff bench --measure call`` measures the window CUDA events around the call would.
     A no-op without a collector (or with a recorder that has no use for it).
     """
-    hook = getattr(_active, "call_returned", None)
-    if hook is not None:
-        hook()
+    # The timer first: its end event stands where a user's own ``end.record()`` after the
+    # call would, so the reference does not include the cost of issuing our end mark.
     timer = _call_timer
     if timer is not None and _active is not None:
         timer.call_returned()
+    hook = getattr(_active, "call_returned", None)
+    if hook is not None:
+        hook()
 
 
 class CallTimer(Protocol):
@@ -139,7 +141,7 @@ class CallTimer(Protocol):
         ...
 
     def call_returned(self) -> None:
-        """The cycle's call has returned (after the collector issued its end mark)."""
+        """The cycle's call has returned (before the collector issues its end mark)."""
         ...
 
 
@@ -153,16 +155,18 @@ class TimingEvent(Protocol):
 
 @dataclass
 class TimedCall:
-    """One cycle's event pair; ``end`` None when the cycle made no :func:`call_returned`."""
+    """One cycle's event pair; ``returned`` False when the cycle made no
+    :func:`call_returned` (its end event was made but never recorded)."""
 
     label: str
     warmup: bool
     start: TimingEvent
-    end: TimingEvent | None = None
+    end: TimingEvent
+    returned: bool = False
 
     def elapsed_ms(self) -> float:
-        """Start to end in ms (NaN without an end); the GPU must have passed the end event."""
-        return math.nan if self.end is None else float(self.start.elapsed_time(self.end))
+        """Start to end in ms (NaN without a return); the GPU must have passed the end event."""
+        return float(self.start.elapsed_time(self.end)) if self.returned else math.nan
 
 
 class EventPairTimer:
@@ -178,15 +182,16 @@ class EventPairTimer:
         self.calls: list[TimedCall] = []
 
     def call_started(self, label: str, warmup: bool) -> None:
-        event = self._new_event()
-        event.record()
-        self.calls.append(TimedCall(label, warmup, event))
+        # Both events are made here, before the call: making one at the return would put
+        # its creation inside the timed window.
+        start, end = self._new_event(), self._new_event()
+        start.record()
+        self.calls.append(TimedCall(label, warmup, start, end))
 
     def call_returned(self) -> None:
-        if self.calls and self.calls[-1].end is None:
-            event = self._new_event()
-            event.record()
-            self.calls[-1].end = event
+        if self.calls and not self.calls[-1].returned:
+            self.calls[-1].end.record()
+            self.calls[-1].returned = True
 
 
 _call_timer: CallTimer | None = None

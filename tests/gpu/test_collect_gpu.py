@@ -117,3 +117,32 @@ def test_boundary_marks_give_the_same_cycles_as_launch_api_records(tmp_path: Pat
                            for c in run.cycles.index]
         assert (run.kernels.cycle >= 0).sum() > 0
     assert per_cycle["marks"] == per_cycle["api"]
+
+
+def test_partition_neighbour_slows_the_gemms_and_stays_out_of_the_run_file(
+    tmp_path: Path,
+) -> None:
+    """--contend-mode partition holds half of the SMs: the workload's GEMMs, whose blocks need
+    whole SMs, get slower; the neighbour's own kernel (``_hold``) is not in the run file."""
+    args = ["gpt-infer", "--cycles", "10", "--warmup", "2", "--no-pm", *SMALL]
+    normal, rc, text = collect(tmp_path, *args, name="normal.json.gz")
+    assert rc == 0, text
+    held, rc, text = collect(tmp_path, *args, "--contend", "0.5", "--contend-mode", "partition",
+                             name="partition.json.gz")
+    assert rc == 0, text
+    rf = load_run_file(held)
+    assert rf.workload.params["contend_mode"] == "partition"
+    assert any("--contend neighbour" in w for w in rf.collection.warnings), rf.collection.warnings
+
+    def gemm_ms_per_cycle(path: Path) -> float:
+        f = load_run_file(path)
+        run = f.runs[0]
+        names = [f.strings[i].demangled for i in run.kernels.name_id]
+        assert not any(n.startswith("_hold") for n in names)
+        measured = (run.kernels.cycle >= 0) & ~run.cycles.warmup[
+            np.clip(run.kernels.cycle, 0, None)]
+        gemm = np.array(["nvjet" in n or "gemm" in n or "cutlass" in n for n in names])
+        dur = (run.kernels.end_ns - run.kernels.start_ns)[gemm & measured]
+        return float(dur.sum()) / 1e6 / int((~run.cycles.warmup).sum())
+
+    assert gemm_ms_per_cycle(held) > 1.3 * gemm_ms_per_cycle(normal)
