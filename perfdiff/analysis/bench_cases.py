@@ -86,7 +86,7 @@ class CaseSamples:
     host_ms: FloatArray
     launches: FloatArray  # kernels launched per cycle
     stream_ms: FloatArray | None = None  # None: the run had no GPU lead to anchor on
-    call_ms: FloatArray | None = None  # None: no lead, or no boundary-mark times in the file
+    call_ms: FloatArray | None = None  # None: no lead, or no return/mark times in the file
 
     @property
     def n(self) -> int:
@@ -198,10 +198,11 @@ def select_measure(run: BenchRun, measure: Measure) -> BenchRun:
     ``stream``: from the end of the GPU lead to the last end: what CUDA events around the call
     measure, first launch latency included (about 1.2 us on the H100); for checking against
     event-based benchmarks (bench/bench_crosscheck.py). Needs runs recorded with the lead.
-    ``call``: from the end of the GPU lead to the later of the last GPU end and the end
-    boundary mark's GPU start: what those events measure when the call keeps the host busy
-    after its last GPU operation (a host-bound op such as eigh), without recording events.
-    Needs the lead and a file with mark times (schema 1.1, recorded with boundary marks).
+    ``call``: from the end of the GPU lead to the later of the last GPU end and the moment
+    the call returned to Python (its return stamp, schema 1.2; the end boundary mark's GPU
+    start in 1.1 files): what those events measure when the call keeps the host busy after
+    its last GPU operation (a host-bound op such as eigh), without recording events. Needs
+    the lead and a file with return or mark times.
     """
     if measure == run.measure:
         return run
@@ -224,15 +225,15 @@ def select_measure(run: BenchRun, measure: Measure) -> BenchRun:
             cases[label] = replace(c, gpu_ms=c.call_ms)
         return replace(run, cases=cases, measure="call")
     raise InputError(f"unknown GPU time measure {measure!r}; use span, kernels or stream "
-                     "(or call, with mark times)")
+                     "(or call, with return times)")
 
 
 def _no_call_time(run: BenchRun) -> str:
     if int(str(run.params.get("lead_us", 0) or 0)) <= 0:
         return (f"{run.source}: recorded without the GPU lead (lead_us = 0), so there is no "
                 "call time; use --measure span or kernels")
-    return (f"{run.source}: has no cycle boundary-mark times (recorded before run-file schema "
-            "1.1 or with launch API records), so there is no call time; re-record it with "
+    return (f"{run.source}: has no call-return times (recorded before run-file schema 1.1, "
+            "or 1.1 with launch API records), so there is no call time; re-record it with "
             "this perfdiff, or use --measure stream")
 
 
@@ -240,7 +241,7 @@ def _per_cycle(
     run: Run, measured: np.ndarray
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray | None]:
     """(gpu span, kernel sum, kernel count, stream time, call time) per measured cycle of
-    ``run``; call time None when the run has no end-mark times."""
+    ``run``; call time None when the run has neither return nor end-mark times."""
     n = run.cycles.index.size
     first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     last = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
@@ -269,11 +270,25 @@ def _per_cycle(
     anchor = _lead_ends(run, np.where(has, first, 0))
     stream = np.where(has & (anchor > 0), (last - anchor) / 1e6, np.nan)
     call = None
-    if run.cycles.mark_end_ns is not None:
-        mark_end = np.asarray(run.cycles.mark_end_ns, dtype=np.int64)
-        ok = has & (anchor > 0) & (mark_end >= 0)
-        call = np.where(ok, (np.maximum(last, mark_end) - anchor) / 1e6, np.nan)[measured]
+    returned = _call_returns(run)
+    if returned is not None:
+        ok = has & (anchor > 0) & (returned >= 0)
+        call = np.where(ok, (np.maximum(last, returned) - anchor) / 1e6, np.nan)[measured]
     return span[measured], kernel_ms[measured], launches[measured], stream[measured], call
+
+
+def _call_returns(run: Run) -> np.ndarray | None:
+    """Per cycle, when its timed call returned on the trace's clock (-1 where unknown).
+
+    The return stamp (schema 1.2) where the file has one; else the end mark's GPU start
+    (1.1), which reaches the GPU 30-60 us after the return on the H100, so older files
+    measure host-bound calls that much longer. None when the file has neither.
+    """
+    if run.cycles.return_ns is not None:
+        return np.asarray(run.cycles.return_ns, dtype=np.int64)
+    if run.cycles.mark_end_ns is not None:
+        return np.asarray(run.cycles.mark_end_ns, dtype=np.int64)
+    return None
 
 
 def _lead_ends(run: Run, first: np.ndarray) -> np.ndarray:

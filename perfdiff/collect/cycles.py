@@ -35,8 +35,9 @@ class CycleLog:
     1. ``begin_cycle``: the start is stamped, then the start mark is issued;
     2. the workload's body runs; a workload that times a call (rmsnorm, linalg) calls
        :meth:`call_returned` (``perfdiff.markers.call_returned()``) as soon as the call has
-       returned to Python, *before* its ``torch.cuda.synchronize()``: the end mark is issued
-       there, where a CUDA end event would be recorded;
+       returned to Python, *before* its ``torch.cuda.synchronize()``: the return is stamped
+       (``returns``, the run file's ``return_ns``) and the end mark is issued there, where a
+       CUDA end event would be recorded;
     3. ``end_cycle``: the end mark is issued now unless step 2 issued it (so after whatever
        the body did last, a synchronize included), then the end is stamped.
 
@@ -58,6 +59,8 @@ class CycleLog:
     mark_slots: list[tuple[int, bool]] = field(default_factory=list)
     mark_wall_ns: list[int] = field(default_factory=list)
     mark_error: str | None = None
+    # position in ``starts`` -> when that cycle's timed call returned (cycles without one: absent)
+    returns: dict[int, int] = field(default_factory=dict)
     starts: list[int] = field(default_factory=list)
     ends: list[int] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
@@ -80,7 +83,10 @@ class CycleLog:
             self.mark_ns.append(self.starts[-1])
 
     def call_returned(self) -> None:
-        """The timed call has returned: issue the cycle's end mark now (once per cycle)."""
+        """The timed call has returned: stamp the return, then issue the cycle's end mark
+        (once per cycle). The stamp comes first: it is a clock read, the mark a launch."""
+        if self._open and len(self.starts) - 1 not in self.returns:
+            self.returns[len(self.starts) - 1] = self.clock_ns()
         if self._open and not self._end_marked:
             self._end_marked = self._mark(is_end=True)
 
@@ -142,6 +148,7 @@ class CycleLog:
             for (cycle, is_end), t in zip(self.mark_slots, mark_gpu_ns, strict=True):
                 (gpu_end if is_end else gpu_start)[cycle] = int(t)
             mark_start, mark_end = gpu_start[keep], gpu_end[keep]
+        returns = np.asarray([self.returns.get(i, -1) for i in keep], dtype=np.int64)
         return CycleTable(
             index=np.arange(len(keep), dtype=np.int64),
             start_ns=np.asarray([self.starts[i] for i in keep], dtype=np.int64),
@@ -150,6 +157,7 @@ class CycleLog:
             warmup=np.asarray([self.warmups[i] for i in keep], dtype=np.bool_),
             mark_start_ns=mark_start,
             mark_end_ns=mark_end,
+            return_ns=returns if (returns >= 0).any() else None,
         )
 
 

@@ -97,6 +97,14 @@ class CycleTable:
     Why kept: the end mark is issued when the timed call has returned to Python, the moment a
     CUDA end event would be recorded, so ``perfdiff bench --measure call`` can measure the
     window CUDA events measure without recording any event.
+
+    ``return_ns`` (schema 1.2, optional): when the timed call returned to Python, stamped on
+    the trace's clock (CUPTI's, the clock of every GPU time here) before the end mark is
+    issued; -1 for a cycle without such a return; None when no cycle had one. Why, beside the
+    end mark: the mark reaches the GPU tens of microseconds after it is issued (measured on
+    the H100: 30-60 us), which an end event recorded at the return does not; for a call that
+    returns after its last GPU work (host-bound, like ``eigh``) that delay would be counted
+    as call time.
     """
 
     index: IntArray
@@ -106,6 +114,7 @@ class CycleTable:
     warmup: BoolArray
     mark_start_ns: IntArray | None = None
     mark_end_ns: IntArray | None = None
+    return_ns: IntArray | None = None
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ History (keep one line per version, newest last):
   interned kernel names, metric series from CUPTI PM sampling and NVML.
 - 1.1 (perfdiff 0.1.0): optional cycle columns ``mark_start_ns`` / ``mark_end_ns`` (GPU start
   times of the cycle boundary marks); absent in 1.0 files, which load unchanged.
+- 1.2 (perfdiff 0.1.0): optional cycle column ``return_ns`` (when the timed call returned to
+  Python, on the trace's clock); absent in older files, which load unchanged.
 
 A reader accepts any MINOR of a MAJOR it knows (minors only add optional fields) and refuses
 unknown MAJORs. Migrations are small pure functions ``dict -> dict`` from one version to the
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-CURRENT_VERSION = "1.1"
+CURRENT_VERSION = "1.2"
 SUPPORTED_MAJORS: tuple[int, ...] = (1,)
 
 # (from_major) -> function producing the next major's dict. Empty while only v1 exists.

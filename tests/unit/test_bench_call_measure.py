@@ -1,8 +1,9 @@
-"""``perfdiff bench --measure call`` on synthetic run files with boundary-mark times.
+"""``perfdiff bench --measure call`` on synthetic run files with return or boundary-mark times.
 
-Why hand-computed: the call time is max(last GPU end, end mark's GPU start) - end of the GPU
-lead, per cycle; the factory's timeline (tests/bench_factories.py) makes every term known, so
-each expected value is written out here from the spec, not from the code.
+Why hand-computed: the call time is max(last GPU end, the call's return) - end of the GPU
+lead, per cycle (the return stamp of schema 1.2, else the end mark's GPU start of 1.1); the
+factory's timeline (tests/bench_factories.py) makes every term known, so each expected value
+is written out here from the spec, not from the code.
 """
 
 from __future__ import annotations
@@ -56,6 +57,16 @@ def test_call_time_runs_to_the_end_mark_when_the_host_returned_later() -> None:
     np.testing.assert_allclose(stream, [0.0322] * 4, atol=1e-6)
 
 
+def test_return_stamp_is_preferred_to_the_end_mark() -> None:
+    # 1.2 files: the end mark reached the GPU 50 us after the return; the return stamp counts
+    rf = _with_marks(make_bench_file(SPEC), [50_000, 90_000, 50_000, 57_000, 150_000])
+    run = rf.runs[0]
+    returns = run.cycles.mark_end_ns - 50_000  # type: ignore[operator]
+    rf = replace(rf, runs=(replace(run, cycles=replace(run.cycles, return_ns=returns)),))
+    call = select_measure(bench_run(rf), "call").cases["impl=a"].gpu_ms
+    np.testing.assert_allclose(call, [0.0722, 0.0322, 0.0392, 0.1322], atol=1e-6)
+
+
 def test_unknown_mark_times_give_nan_cycles_not_wrong_ones() -> None:
     rf = _with_marks(make_bench_file(SPEC), [0, 40_000, 0, 0, 0])
     run = rf.runs[0]
@@ -68,7 +79,7 @@ def test_unknown_mark_times_give_nan_cycles_not_wrong_ones() -> None:
 
 def test_files_without_mark_times_or_lead_refuse_call_with_one_line() -> None:
     old = bench_run(make_bench_file(SPEC), "old.json.gz")  # no mark columns (schema 1.0)
-    with pytest.raises(InputError, match=r"old\.json\.gz: has no cycle boundary-mark times.*"
+    with pytest.raises(InputError, match=r"old\.json\.gz: has no call-return times.*"
                                          r"--measure stream"):
         select_measure(old, "call")
     unled = replace(SPEC, params={}, lead_gap_ms=None)
@@ -91,4 +102,4 @@ def test_cli_measure_call_and_its_error(run_cli: Runner, tmp_path: Path) -> None
     code, out, err = run_cli("bench", str(old), "--measure", "call", "--plain")
     assert code == ExitCode.BAD_INPUT
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and "no cycle boundary-mark times" in lines[0], err
+    assert len(lines) == 1 and "no call-return times" in lines[0], err

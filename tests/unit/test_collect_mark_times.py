@@ -56,15 +56,43 @@ def test_mark_order_start_after_stamp_end_before_stamp_or_at_call_return() -> No
     log.begin_cycle("a", False)  # stamp 10, mark
     log.end_cycle()  # mark, stamp 20
     log.begin_cycle("b", False)  # stamp 30, mark
-    log.call_returned()  # mark (the end mark, early)
-    log.call_returned()  # a second call: no second end mark
+    log.call_returned()  # return stamp 40, then the end mark, early
+    log.call_returned()  # a second call: no second stamp, no second end mark
     c.events.append("sync")
-    log.end_cycle()  # stamp 40, no mark
-    assert c.events == ["stamp 10", "mark", "mark", "stamp 20", "stamp 30", "mark", "mark",
-                        "sync", "stamp 40"]
+    log.end_cycle()  # stamp 50, no mark
+    assert c.events == ["stamp 10", "mark", "mark", "stamp 20", "stamp 30", "mark", "stamp 40",
+                        "mark", "sync", "stamp 50"]
     # each mark stands for its cycle's start or end stamp, the early end mark too
-    assert log.mark_ns == [10, 20, 30, 40]
+    assert log.mark_ns == [10, 20, 30, 50]
     assert log.mark_slots == [(0, False), (0, True), (1, False), (1, True)]
+    # the return stamp lands on its cycle; a cycle without a return has -1
+    assert log.table().return_ns.tolist() == [-1, 40]  # type: ignore[union-attr]
+
+
+def test_return_column_is_absent_when_no_cycle_timed_a_call() -> None:
+    c = Counter()
+    log = CycleLog(clock_ns=c.clock, mark=c.mark, wall_ns=lambda: 0)
+    for label in ("a", "b"):
+        log.begin_cycle(label, False)
+        log.end_cycle()
+    assert log.table().return_ns is None  # gpt-infer, train-step: the files do not grow
+
+
+def test_return_stamp_survives_a_failed_end_mark_and_cut_cycles_drop_theirs() -> None:
+    c = Counter()
+
+    def failing() -> None:
+        raise RuntimeError("no stream")
+
+    log = CycleLog(clock_ns=c.clock, mark=failing, wall_ns=lambda: 0)
+    log.begin_cycle("a", False)  # stamp 10
+    log.call_returned()  # stamp 20: a clock read needs no mark
+    log.end_cycle()  # stamp 30
+    log.begin_cycle("b", False)  # stamp 40
+    log.call_returned()  # stamp 50
+    log.end_cycle(completed=False)  # cut short: left out of the table with its stamp
+    table = log.table()
+    assert table.return_ns is not None and table.return_ns.tolist() == [20]
 
 
 def test_call_returned_outside_a_cycle_or_without_a_collector_does_nothing() -> None:
@@ -80,7 +108,7 @@ def test_call_returned_outside_a_cycle_or_without_a_collector_does_nothing() -> 
             call_returned()
     finally:
         set_active_recorder(previous)
-    assert c.events == ["stamp 10", "mark", "mark", "stamp 20"]
+    assert c.events == ["stamp 10", "mark", "stamp 20", "mark", "stamp 30"]
 
 
 def test_table_puts_each_mark_time_on_its_cycle_and_drops_cut_cycles() -> None:
