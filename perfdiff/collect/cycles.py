@@ -82,11 +82,19 @@ class CycleLog:
         if self._mark(is_end=False):
             self.mark_ns.append(self.starts[-1])
 
-    def call_returned(self) -> None:
-        """The timed call has returned: stamp the return, then issue the cycle's end mark
-        (once per cycle). The stamp comes first: it is a clock read, the mark a launch."""
+    def stamp_return(self) -> None:
+        """The timed call has returned: stamp it on the trace's clock (once per cycle).
+
+        Separate from :meth:`call_returned` so that ``perfdiff.markers.call_returned`` can
+        stamp before anything else runs (a clock read costs far less than the mark's launch).
+        """
         if self._open and len(self.starts) - 1 not in self.returns:
             self.returns[len(self.starts) - 1] = self.clock_ns()
+
+    def call_returned(self) -> None:
+        """The timed call has returned: stamp it (if :meth:`stamp_return` has not), then
+        issue the cycle's end mark (once per cycle)."""
+        self.stamp_return()
         if self._open and not self._end_marked:
             self._end_marked = self._mark(is_end=True)
 

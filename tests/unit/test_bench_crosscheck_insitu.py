@@ -82,6 +82,9 @@ class LoggingRecorder:
     def begin_cycle(self, label: str, warmup: bool) -> None:
         self.log.append(f"start mark {label}")
 
+    def stamp_return(self) -> None:
+        self.log.append("return stamp")
+
     def call_returned(self) -> None:
         self.log.append("end mark")
 
@@ -101,9 +104,9 @@ def _installed(recorder: Any, timer: Any) -> Iterator[None]:
 
 
 def test_start_event_follows_the_start_mark_end_event_precedes_the_end_mark() -> None:
-    """The end event is recorded at the return itself, as a user's ``end.record()`` would be;
-    the end mark comes after it, so its issue cost is not inside the reference's window. A
-    cycle without a return has no end time."""
+    """At the return: the collector's stamp first (the measured quantity), then the end event
+    (where a user's ``end.record()`` would be), then the end mark, whose issue cost is then
+    inside neither window. A cycle without a return has no end time."""
     log: list[str] = []
     clock = Clock()
     timer = EventPairTimer(lambda: FakeEvent(clock, log))
@@ -114,7 +117,7 @@ def test_start_event_follows_the_start_mark_end_event_precedes_the_end_mark() ->
             call_returned()
         with marker.cycle("cpu case"):
             pass  # e.g. linalg's CPU cases: no call_returned
-    assert log == ["start mark a", "event", "event", "end mark", "end",
+    assert log == ["start mark a", "event", "return stamp", "event", "end mark", "end",
                    "start mark cpu case", "event", "end"]
     assert [(c.label, c.warmup) for c in timer.calls] == [("a", True), ("cpu case", False)]
     assert timer.calls[0].elapsed_ms() == pytest.approx(0.001)  # 2 clock reads later: 1 us
@@ -147,7 +150,7 @@ def test_without_a_timer_the_markers_make_no_events() -> None:
     recorder = LoggingRecorder(log)
     with _installed(recorder, None), RecorderMarker(recorder).cycle("a"):
         call_returned()
-    assert log == ["start mark a", "end mark", "end"]
+    assert log == ["start mark a", "return stamp", "end mark", "end"]
 
 
 def test_pairing_keeps_measured_cycles_per_case_in_order() -> None:

@@ -284,3 +284,16 @@ def test_session_without_marks_has_no_mark_columns() -> None:
                              CollectSettings(trace_api=True))
     cycles = outcome.run_file.runs[0].cycles
     assert cycles.mark_start_ns is None and cycles.mark_end_ns is None
+
+
+def test_markers_stamp_the_return_before_the_end_mark_and_only_once() -> None:
+    c = Counter()
+    log = CycleLog(clock_ns=c.clock, mark=c.mark, wall_ns=lambda: 0)
+    previous = set_active_recorder(log)
+    try:
+        with RecorderMarker(log).cycle("x"):  # stamp 10, mark
+            call_returned()  # stamp_return: stamp 20; call_returned: no second stamp, mark
+    finally:
+        set_active_recorder(previous)
+    assert c.events == ["stamp 10", "mark", "stamp 20", "mark", "stamp 30"]
+    assert log.table().return_ns.tolist() == [20]  # type: ignore[union-attr]
