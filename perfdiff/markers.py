@@ -117,15 +117,16 @@ def call_returned() -> None:
     around the call would. A no-op without a collector (or with a recorder that has no use
     for it).
     """
-    # Cheapest first, so that each step's cost stays out of the ones before it: the
-    # collector's return stamp (a clock read, the measured quantity), then the in-situ
-    # cross-check's end event (a record), then the end mark (a launch: 30-60 us on the H100).
-    stamp = getattr(_active, "stamp_return", None)
-    if stamp is not None:
-        stamp()
+    # The in-situ cross-check's end event first, where a user's ``end.record()`` would be;
+    # then the collector's return stamp (a clock read); the end mark last (a launch, which
+    # reached the GPU 30-60 us after the return on the H100: after the event, it stays out
+    # of both windows).
     timer = _call_timer
     if timer is not None and _active is not None:
         timer.call_returned()
+    stamp = getattr(_active, "stamp_return", None)
+    if stamp is not None:
+        stamp()
     hook = getattr(_active, "call_returned", None)
     if hook is not None:
         hook()
@@ -187,12 +188,13 @@ class EventPairTimer:
         self.calls: list[TimedCall] = []
 
     def call_started(self, label: str, warmup: bool) -> None:
-        # Both events are made here, before the call, and the end event is recorded once
-        # now (it is recorded again at the return): torch creates the CUDA event lazily, at
-        # its first record, and that creation inside the window made host-bound calls
-        # (eigh) about 45 us longer on the H100.
+        # As a user times a call: both event objects made first, ``start.record()``, the
+        # call, ``end.record()``. torch creates each CUDA event at its first record, so the
+        # end event's creation falls at the return, as in user code and triton's do_bench.
+        # (Measured on the H100, 2026-11-24: for host-bound eigh, an end event created
+        # before the call lands 20-50 us *later* after the return than one created there;
+        # an extra record before the start shifts GPU-bound cases by ~1.3 us. bench/README.)
         start, end = self._new_event(), self._new_event()
-        end.record()
         start.record()
         self.calls.append(TimedCall(label, warmup, start, end))
 

@@ -104,9 +104,9 @@ def _installed(recorder: Any, timer: Any) -> Iterator[None]:
 
 
 def test_start_event_follows_the_start_mark_end_event_precedes_the_end_mark() -> None:
-    """At the return: the collector's stamp first (the measured quantity), then the end event
-    (where a user's ``end.record()`` would be), then the end mark, whose issue cost is then
-    inside neither window. A cycle without a return has no end time."""
+    """At the return: the end event first (where a user's ``end.record()`` would be), then the
+    collector's stamp, then the end mark, whose issue cost is then inside neither window. A
+    cycle without a return has no end time."""
     log: list[str] = []
     clock = Clock()
     timer = EventPairTimer(lambda: FakeEvent(clock, log))
@@ -117,10 +117,9 @@ def test_start_event_follows_the_start_mark_end_event_precedes_the_end_mark() ->
             call_returned()
         with marker.cycle("cpu case"):
             pass  # e.g. linalg's CPU cases: no call_returned
-    # per cycle: the end event's first (creating) record, the start event, then at the
-    # return the stamp, the end event again and the end mark
-    assert log == ["start mark a", "event", "event", "return stamp", "event", "end mark", "end",
-                   "start mark cpu case", "event", "event", "end"]
+    # per cycle: the start event; at the return the end event, the stamp, the end mark
+    assert log == ["start mark a", "event", "event", "return stamp", "end mark", "end",
+                   "start mark cpu case", "event", "end"]
     assert [(c.label, c.warmup) for c in timer.calls] == [("a", True), ("cpu case", False)]
     assert timer.calls[0].elapsed_ms() == pytest.approx(0.001)  # next clock read: 1 us
     assert math.isnan(timer.calls[1].elapsed_ms())
