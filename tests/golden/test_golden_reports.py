@@ -105,19 +105,10 @@ def test_gpu_fixture_reports(workload: str, update_golden: bool) -> None:
     check_golden(render_markdown(comparison), f"fixtures-{workload}.md", update_golden)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 3 acceptance not met by the H100 fixtures of 2026-11-22 (100 cycles per side): "
-    "the time-sliced neighbour (--contend 0.5, a second process) pauses the kernels that follow "
-    "the GEMMs, not the GEMMs: the findings are direct_copy (+0.34 ms/cycle, tensor_pct 4.2 -> "
-    "17.6 while it ran) and a Half mul kernel (+0.26 ms); the largest GEMM "
-    "(nvjet_sm90_hsh_128x256...) moved +0.035 ms, 'no change'. The in-process neighbour "
-    "(--contend-mode stream) makes that GEMM the first kernel finding, but [GPU idle] ranks "
-    "above it (docs/explanation/contention.md). strict: passes -> remove this marker",
-)
 def test_contended_gpt_infer_puts_gemm_and_tensor_utilisation_first() -> None:
     """Issue 3 acceptance: the contended run's first finding is a GEMM kernel, with tensor-pipe
-    utilisation among the metrics that moved with it."""
+    utilisation among the metrics that moved with it (the partition neighbour: half of the SMs
+    held, docs/explanation/contention.md)."""
     normal_name, abnormal_name = FIXTURE_PAIRS["gpt-infer"]
     normal, abnormal = REPO / "fixtures" / normal_name, REPO / "fixtures" / abnormal_name
     if not (normal.exists() and abnormal.exists()):
