@@ -55,7 +55,7 @@ def key_findings(
     moves_of = {
         key: sorted(
             (m for m in fn_rows if _moved(m, q_of[id(m)], opts.alpha)),
-            key=lambda m: (-abs(log_change(m)), m.metric),
+            key=lambda m: (is_device_state(m.metric), -abs(log_change(m)), m.metric),
         )
         for key, fn_rows in by_fn.items()
     }
@@ -114,6 +114,17 @@ def finding_of(row: MetricRow, *, p_value: float, moves: list[MetricMove]) -> Fi
         q_value=row.q_value,
         metric_moves=tuple(moves),
     )
+
+
+def is_device_state(metric: str) -> bool:
+    """NVML quantities (clocks, power, temperature, throttle reasons, memory used).
+
+    Why they come after the others in a finding's list of moves: NVML is sampled every few
+    milliseconds for the whole device, so it moves alike for every kernel of the run; the
+    PM-sampled metrics (tensor pipes, DRAM) are resolved to the time each kernel ran, and
+    name the resource that kernel used.
+    """
+    return metric.startswith("nvml.")
 
 
 def log_change(row: MetricRow) -> float:

@@ -51,6 +51,22 @@ def test_injected_slowdown_is_the_first_finding_with_its_metric() -> None:
     assert [d.verdict for d in c.devices] == ["slower"]
 
 
+def test_kernel_resolved_metrics_are_listed_before_device_state() -> None:
+    """A finding lists the PM metrics measured while its kernel ran before NVML's device-wide
+    state, even when the device state moved more (as power does beside a neighbour)."""
+    gemm, *rest = DEFAULT_KERNELS
+    base = dataclasses.replace(gemm, metrics={**gemm.metrics, "nvml.power": 300.0})
+    slow = dataclasses.replace(gemm, ms=gemm.ms * 1.2,
+                               metrics={**gemm.metrics, "tensor_pct": 70.0, "nvml.power": 600.0})
+    others = [dataclasses.replace(k, metrics={**k.metrics, "nvml.power": 300.0}) for k in rest]
+    normal = make_run_file((base, *others), n_cycles=40, seed=1)
+    others_b = [dataclasses.replace(k, metrics={**k.metrics, "nvml.power": 600.0}) for k in rest]
+    abnormal = make_run_file((slow, *others_b), n_cycles=40, seed=2)
+    moves = [m.metric for m in _compare(normal, abnormal).findings[0].metric_moves]
+    assert moves[0] == "tensor_pct" and "nvml.power" in moves
+    assert moves.index("nvml.power") > moves.index("tensor_pct")
+
+
 def test_identical_inputs_give_no_findings() -> None:
     rf = make_run_file(n_cycles=20)
     c = _compare(rf, rf)
