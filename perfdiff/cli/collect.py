@@ -129,8 +129,8 @@ _ParamOpt = typer.Option("--param", "-p", help="Workload parameter KEY=VALUE (re
 _MetricOpt = typer.Option("--metric", help="PM-sampling metric to add (repeatable).")
 _OnlyOpt = typer.Option("--only-metrics", help="--metric replaces the defaults, not adds.")
 _ContendOpt = typer.Option(
-    help="Share of time (0-1) a noisy neighbour (see --contend-mode) keeps the GPU busy with "
-    "matrix products."
+    help="Noisy neighbour on the same GPU (see --contend-mode): the share (0-1) of time it "
+    "runs matrix products (process, stream), or of the SMs it holds (partition)."
 )
 _ApiRecordsOpt = typer.Option(
     "--api-records", help="Assign kernels to cycles from CUPTI's launch API records instead of "
