@@ -189,11 +189,11 @@ class EventPairTimer:
 
     def call_started(self, label: str, warmup: bool) -> None:
         # As a user times a call: both event objects made first, ``start.record()``, the
-        # call, ``end.record()``. torch creates each CUDA event at its first record, so the
-        # end event's creation falls at the return, as in user code and triton's do_bench.
-        # (Measured on the H100, 2026-11-24: for host-bound eigh, an end event created
-        # before the call lands 20-50 us *later* after the return than one created there;
-        # an extra record before the start shifts GPU-bound cases by ~1.3 us. bench/README.)
+        # call, ``end.record()`` (torch creates each CUDA event at its first record, as in
+        # user code and triton's do_bench). Measured on the H100, 2026-11-24
+        # (docs/howto/benchmarks.md, "In-situ results"): an extra record of the end event
+        # before the start shifted GPU-bound cases by ~1.3 us, and did not change when a
+        # host-bound call's end event reached the GPU.
         start, end = self._new_event(), self._new_event()
         start.record()
         self.calls.append(TimedCall(label, warmup, start, end))
