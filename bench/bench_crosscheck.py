@@ -35,9 +35,9 @@ process (``rmsnorm`` or ``linalg``, the recording's default configuration withou
 sampling), and records a CUDA event pair around every measured call of it
 (``perfdiff.markers.EventPairTimer``): the start event right after the cycle opens (after the
 GPU lead and the start mark, right before the call), the end event when the call returns
-(``perfdiff.markers.call_returned``, before the end mark and the workload's synchronize;
-both events made before the call, so that neither their creation nor the end mark's issue is
-inside the reference's window).
+(``perfdiff.markers.call_returned``, first thing at the return: before perfdiff's return
+stamp, its end mark and the workload's synchronize, so that the mark's issue is inside
+neither window; the end event's CUDA event is created at that record, as in user code).
 Each cycle of the run file is paired with its own events (by order; labels and warm-up flags
 must match), and per case the median of perfdiff's measure (span, stream, call) is compared
 with the median of the events, beside the median of the per-cycle (paired) differences.

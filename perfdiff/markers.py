@@ -124,10 +124,7 @@ def call_returned() -> None:
     timer = _call_timer
     if timer is not None and _active is not None:
         timer.call_returned()
-    stamp = getattr(_active, "stamp_return", None)
-    if stamp is not None:
-        stamp()
-    hook = getattr(_active, "call_returned", None)
+    hook = getattr(_active, "call_returned", None)  # the collector: stamp, then end mark
     if hook is not None:
         hook()
 

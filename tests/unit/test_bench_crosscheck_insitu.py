@@ -82,11 +82,8 @@ class LoggingRecorder:
     def begin_cycle(self, label: str, warmup: bool) -> None:
         self.log.append(f"start mark {label}")
 
-    def stamp_return(self) -> None:
-        self.log.append("return stamp")
-
     def call_returned(self) -> None:
-        self.log.append("end mark")
+        self.log.extend(["return stamp", "end mark"])  # as CycleLog: stamp, then mark
 
     def end_cycle(self, *, completed: bool = True) -> None:
         self.log.append("end")

@@ -292,7 +292,7 @@ def test_markers_stamp_the_return_before_the_end_mark_and_only_once() -> None:
     previous = set_active_recorder(log)
     try:
         with RecorderMarker(log).cycle("x"):  # stamp 10, mark
-            call_returned()  # stamp_return: stamp 20; call_returned: no second stamp, mark
+            call_returned()  # stamp 20, then the end mark
     finally:
         set_active_recorder(previous)
     assert c.events == ["stamp 10", "mark", "stamp 20", "mark", "stamp 30"]
