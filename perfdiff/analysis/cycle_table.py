@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from perfdiff.analysis import columns as C
+from perfdiff.analysis.clock_reasons import run_for_statistics
 from perfdiff.analysis.kernel_metrics import launch_means
 from perfdiff.errors import InputError
 from perfdiff.schema.model import BoolArray, FloatArray, IntArray, Run, RunFile, TransferTable
@@ -119,6 +120,7 @@ class _Rows:
 
 
 def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
+    run = run_for_statistics(run)  # a clock-reason bitmask becomes a share of time
     cycles = _Cycles.of(run)
     if cycles.index.shape[0] == 0:
         return C.empty_cycle_table()
