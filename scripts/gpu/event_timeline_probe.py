@@ -245,15 +245,41 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+SCHEDULES = {"auto": 0, "spin": 1, "yield": 2, "blocking": 4}  # cudaDeviceSchedule*
+
+
+def set_schedule(name: str) -> None:
+    """cudaSetDeviceFlags before the context exists: whether a synchronising call spins,
+    yields or sleeps while it waits, which sets how warm the host is when the call returns."""
+    if name == "auto":
+        return
+    import ctypes
+
+    for lib in ("libcudart.so.13", "libcudart.so.12", "libcudart.so"):
+        try:
+            cudart = ctypes.CDLL(lib)
+            break
+        except OSError:
+            continue
+    else:
+        raise SystemExit("no libcudart to set the schedule with")
+    rc = cudart.cudaSetDeviceFlags(ctypes.c_uint(SCHEDULES[name]))
+    if rc != 0:
+        raise SystemExit(f"cudaSetDeviceFlags({name}) failed: {rc}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cycles", type=int, default=30, help="measured cycles per case and variant")
     ap.add_argument("--json", default=None, help="write raw rows and the summary here")
     ap.add_argument("--trace", choices=TRACE_MODES, default="events",
                     help="what CUPTI records (default: events)")
+    ap.add_argument("--schedule", choices=tuple(SCHEDULES), default="auto",
+                    help="how the host waits for the GPU (cudaSetDeviceFlags; default auto)")
     args = ap.parse_args()
     import torch
 
+    set_schedule(args.schedule)
     cupti: Any = None
     if args.trace != "none":
         import cupti.cupti as cupti
@@ -278,6 +304,7 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"gpu": torch.cuda.get_device_name(0), "trace": args.trace,
+                       "schedule": args.schedule,
                        "summary": summary, "event_records": len(tl.events), "other_kinds": tl.other,
                        "rows": rows}, fh)
     return 0
