@@ -302,7 +302,8 @@ def in_situ_rows(whole: BenchRun, events: Mapping[str, Sequence[float]]
                  ) -> list[dict[str, Any]]:
     """Per GPU case: the median event time, and per measure the file has its median, the
     difference of the medians (``diff_M_pct``) and the median of the per-cycle differences
-    (``paired_diff_M_pct``, ``paired_diff_M_us``: the same cycle measured both ways)."""
+    (``paired_diff_M_pct``, ``paired_diff_M_us``: the same cycle measured both ways). Each row
+    keeps its per-cycle times (``cycles``) so that passes can be pooled (bench/insitu_pool.py)."""
     rows: list[dict[str, Any]] = []
     for label, samples in whole.cases.items():
         if not samples.on_gpu:
@@ -311,25 +312,38 @@ def in_situ_rows(whole: BenchRun, events: Mapping[str, Sequence[float]]
         if ev.size != samples.n:
             raise InputError(f"in-situ: case {label!r} has {samples.n} measured cycles but "
                              f"{ev.size} event pairs")
-        event_ms = _finite_median(ev)
-        row: dict[str, Any] = {"case": label, "n": samples.n, "event_ms": event_ms,
-                               "kernel_ms": summarise(samples).kernel_ms}
         per_measure = {"span": samples.gpu_ms if whole.measure == "span" else None,
                        "stream": samples.stream_ms, "call": samples.call_ms}
-        for name, values in per_measure.items():
-            if values is None:
-                continue
-            ours = np.asarray(values, dtype=np.float64)
-            ok = np.isfinite(ours) & np.isfinite(ev) & (ev > 0)
-            median = _finite_median(ours)
-            row[f"{name}_ms"] = median
-            row[f"diff_{name}_pct"] = _diff(median, event_ms)
-            row[f"paired_diff_{name}_pct"] = (
-                float(np.median(100.0 * (ours[ok] - ev[ok]) / ev[ok])) if ok.any() else math.nan)
-            row[f"paired_diff_{name}_us"] = (
-                float(np.median(1000.0 * (ours[ok] - ev[ok]))) if ok.any() else math.nan)
-        rows.append(row)
+        rows.append(case_row(label, ev, {k: np.asarray(v, dtype=np.float64)
+                                         for k, v in per_measure.items() if v is not None},
+                             summarise(samples).kernel_ms))
     return rows
+
+
+def case_row(label: str, ev: np.ndarray, measures: Mapping[str, np.ndarray],
+             kernel_ms: float) -> dict[str, Any]:
+    """One case's row from its per-cycle event times and perfdiff's per-cycle times."""
+    event_ms = _finite_median(ev)
+    row: dict[str, Any] = {"case": label, "n": int(ev.size), "event_ms": event_ms,
+                           "kernel_ms": kernel_ms}
+    cycles: dict[str, list[float | None]] = {"event_ms": _listed(ev)}
+    for name, ours in measures.items():
+        ok = np.isfinite(ours) & np.isfinite(ev) & (ev > 0)
+        median = _finite_median(ours)
+        row[f"{name}_ms"] = median
+        row[f"diff_{name}_pct"] = _diff(median, event_ms)
+        row[f"paired_diff_{name}_pct"] = (
+            float(np.median(100.0 * (ours[ok] - ev[ok]) / ev[ok])) if ok.any() else math.nan)
+        row[f"paired_diff_{name}_us"] = (
+            float(np.median(1000.0 * (ours[ok] - ev[ok]))) if ok.any() else math.nan)
+        cycles[f"{name}_ms"] = _listed(ours)
+    row["cycles"] = cycles
+    return row
+
+
+def _listed(x: np.ndarray) -> list[float | None]:
+    """Per-cycle times for JSON: NaN (no time) as null."""
+    return [float(v) if math.isfinite(v) else None for v in x.tolist()]
 
 
 def in_situ_summary(rows: Sequence[Mapping[str, Any]], measure: str, limit_pct: float
