@@ -196,9 +196,11 @@ class EventPairTimer:
         self.calls.append(TimedCall(label, warmup, start, end))
 
     def call_returned(self) -> None:
-        if self.calls and not self.calls[-1].returned:
-            self.calls[-1].end.record()
-            self.calls[-1].returned = True
+        calls = self.calls
+        if calls and not calls[-1].returned:
+            last = calls[-1]
+            last.returned = True
+            last.end.record()  # last: the collector's return stamp follows it at once
 
 
 _call_timer: CallTimer | None = None
