@@ -32,6 +32,11 @@ class TraceBackend(Protocol):
         """Records delivered so far (for the progress display; may lag behind)."""
         ...
 
+    def drain(self) -> None:
+        """Take in every record so far, now, in the calling thread. Only while the GPU is
+        idle (a record of work still running would be incomplete)."""
+        ...
+
     def stop(self) -> RawTrace:
         """Flush, stop recording and hand over everything gathered."""
         ...

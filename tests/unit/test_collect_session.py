@@ -51,6 +51,7 @@ class FakeTrace:
         self.with_api = with_api
         self.started = False
         self.warnings: list[str] = []
+        self.drain_times: list[int] = []
         self._corr = 0
 
     def clock_ns(self) -> int:
@@ -58,6 +59,9 @@ class FakeTrace:
 
     def start(self) -> None:
         self.started = True
+
+    def drain(self) -> None:
+        self.drain_times.append(self.clock())
 
     def records_so_far(self) -> int:
         return len(self.raw.kernels)
@@ -152,6 +156,31 @@ def test_complete_run_assigns_kernels_to_their_launch_cycle() -> None:
     assert workload.torn_down
     assert rf.workload.params["cycles"] == 4 and rf.workload.params["warmup"] == 1
     assert "pm_sampling" in rf.collection.sources and "w0" in rf.collection.warnings
+
+
+class IdleFakeWorkload(FakeWorkload):
+    idle_between_cycles = True
+
+
+@pytest.mark.parametrize("idle", [True, False])
+def test_trace_is_drained_between_cycles_of_idle_workloads_only(
+        monkeypatch: pytest.MonkeyPatch, idle: bool) -> None:
+    import perfdiff.collect.session as session_module
+
+    monkeypatch.setattr(session_module, "DRAIN_EVERY_S", 0.0)
+    trace = FakeTrace(FakeClock())
+    cls = IdleFakeWorkload if idle else FakeWorkload
+    workload = cls(FakeParams(kernels_per_cycle=2), trace)
+    sources = Sources(trace=trace, samplers=[], warnings=[])
+    outcome = run_collection(workload, CyclePlan(measured=3, warmup=1), sources, ENV,
+                             CollectSettings())
+    cycles = outcome.run_file.runs[0].cycles
+    if not idle:
+        assert trace.drain_times == []  # a busy GPU's records could be incomplete
+        return
+    assert len(trace.drain_times) == 4  # once after each completed cycle
+    for t in trace.drain_times:  # never inside a cycle's window
+        assert not ((cycles.start_ns <= t) & (t <= cycles.end_ns)).any()
 
 
 def test_names_are_interned_and_demangled() -> None:

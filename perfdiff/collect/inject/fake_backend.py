@@ -39,6 +39,9 @@ class FakeTrace:
         self._recording = True
         _active = self
 
+    def drain(self) -> None:
+        return None
+
     def records_so_far(self) -> int:
         return len(self._raw.kernels) + len(self._raw.api)
 

@@ -146,6 +146,10 @@ class Workload(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]  # one line for ``perfdiff collect --list``
     params_class: ClassVar[type[WorkloadParams]] = WorkloadParams
+    # True when every cycle ends with the GPU idle (a synchronize inside the cycle): the
+    # collector then drains the trace's buffers between cycles (session.py), so that their
+    # conversion never lands inside a cycle.
+    idle_between_cycles: ClassVar[bool] = False
 
     def __init__(self, params: WorkloadParams) -> None:
         if not isinstance(params, self.params_class):

@@ -130,6 +130,7 @@ class Linalg(Workload):
     name = "linalg"
     summary = "batched torch.linalg.eigh by backend (magma/cusolver), CPU time beside"
     params_class = LinalgParams
+    idle_between_cycles = True  # each cycle ends with a synchronize
 
     def cases(self) -> tuple[str, ...]:
         p = self.params

@@ -183,6 +183,7 @@ class RmsNorm(Workload):
     name = "rmsnorm"
     summary = "RMSNorm naive/torchscript/triton/cuda, fwd+bwd, 4 dtypes (the RMSNorm seed)"
     params_class = RmsNormParams
+    idle_between_cycles = True  # each cycle ends with a synchronize
 
     def cases(self) -> tuple[str, ...]:
         p = self.params
