@@ -14,7 +14,8 @@ usage: python bench/insitu_pool.py PASS.json PASS.json [...] [--measure call]
        [--limit-pct 5] [--json OUT]
 PASS.json: ``bench/bench_crosscheck.py --in-situ ... --json PASS.json`` (same workload and
 GPU; recorded since per-cycle times are kept in the rows). Exit code as bench_crosscheck.py:
-0 every case whose pooled event median is over 20 us is within the limit, 1 not, 2 unusable
+0 every case whose pooled event median is over 20 us is within the limit by its pooled
+paired difference, 1 not, 2 unusable
 input (one line).
 """
 
