@@ -113,6 +113,11 @@ class CuptiActivityBackend:
         return BUFFER_BYTES, 0
 
     def _buffer_completed(self, activities: list[Any]) -> None:
+        started = self.clock_ns()
+        self._take_in(activities)
+        self._raw.handovers.append((started, self.clock_ns(), len(activities)))
+
+    def _take_in(self, activities: list[Any]) -> None:
         cupti = self._cupti
         kernel_kind = int(cupti.ActivityKind.CONCURRENT_KERNEL)
         api_kinds = (int(cupti.ActivityKind.RUNTIME), int(cupti.ActivityKind.DRIVER))

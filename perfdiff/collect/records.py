@@ -59,6 +59,9 @@ class RawTrace:
     memset: list[TransferRecord] = field(default_factory=list)
     api: list[ApiRecord] = field(default_factory=list)
     dropped_records: int = 0
+    # (start, end, records) of each buffer the backend took in, on the trace's clock: taking
+    # one in holds the interpreter, and a cycle open then is that much longer (session.py)
+    handovers: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 @dataclass

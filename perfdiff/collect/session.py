@@ -20,6 +20,7 @@ from perfdiff.collect.boundary_marks import attach_launch_records, take_marks
 from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
+from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS, coverage_warning
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.collect.workloads.base import CyclePlan, Workload
@@ -280,6 +281,9 @@ def _build_run_file(
     if strings.names and not demangler_available():
         warnings.append("no C++ demangler (libstdc++) found; kernel names kept mangled")
     warnings.extend(_pm_coverage_warnings(stopped.metrics, cycles))
+    handover = handover_warning(stopped.raw.handovers, cycles)
+    if handover is not None:
+        warnings.append(handover)
     run = Run(
         index=0,
         pid=os.getpid(),

@@ -9,7 +9,8 @@ the largest linalg cases with a chosen buffer size and logs every buffer complet
 start and end on the trace's clock, the records in it, and whether it ran on the main
 thread), so that the stalls can be put beside the cycles of the saved run file.
 
-usage: python scripts/gpu/buffer_stall_probe.py BUFFER_MB OUT_PREFIX [CYCLES]
+usage: python scripts/gpu/buffer_stall_probe.py BUFFER_MB OUT_PREFIX [CYCLES] [--no-drain]
+(--no-drain: the collector's drain between cycles switched off, as before it existed)
 writes OUT_PREFIX.json (in-situ rows), OUT_PREFIX.json.gz (run file), OUT_PREFIX.buffers.json
 """
 
@@ -27,8 +28,12 @@ def main() -> int:
     from perfdiff.collect import cupti_activity as ca
 
     buffer_mb, prefix = int(sys.argv[1]), sys.argv[2]
-    cycles = sys.argv[3] if len(sys.argv) > 3 else "30"
+    cycles = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3].isdigit() else "30"
     ca.BUFFER_BYTES = buffer_mb << 20  # read at each buffer request
+    if "--no-drain" in sys.argv:
+        from perfdiff.collect import session
+
+        session.DRAIN_EVERY_S = float("inf")
     main_thread = threading.get_ident()
     log: list[list[Any]] = []
     original = ca.CuptiActivityBackend._buffer_completed
@@ -49,6 +54,10 @@ def main() -> int:
         "-p", "sizes=512,1024", "--cycles", cycles, "--warmup", "1",
         "--json", f"{prefix}.json", "--save-run", f"{prefix}.json.gz"]))
     Path(f"{prefix}.buffers.json").write_text(json.dumps({"buffer_mb": buffer_mb, "log": log}))
+    from perfdiff.schema.io import load_run_file
+
+    for warning in load_run_file(f"{prefix}.json.gz").collection.warnings:
+        print("run file warning:", warning)
     print("buffer completions (ms, records, on main thread):",
           [(round((b - a) / 1e6, 1), n, m) for a, b, n, m in log])
     return rc

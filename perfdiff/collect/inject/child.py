@@ -40,6 +40,7 @@ from typing import Any
 from perfdiff import __version__
 from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.markers import set_active_recorder
@@ -334,6 +335,9 @@ class ChildCollector:
             )
         if raw.dropped_records:
             self.warnings.append(f"CUPTI dropped {raw.dropped_records} activity records")
+        handover = handover_warning(raw.handovers, cycles)
+        if handover is not None:
+            self.warnings.append(handover)
         run = Run(
             index=self.config.run_index, pid=os.getpid(), rank=self.rank,
             exit_code=self.exit_code, cycles=cycles, kernels=tables.kernels,
