@@ -33,8 +33,8 @@ class TraceBackend(Protocol):
         ...
 
     def drain(self) -> None:
-        """Take in every record so far, now, in the calling thread. Only while the GPU is
-        idle (a record of work still running would be incomplete)."""
+        """Take in every record so far, before returning. Only while the GPU is idle (a
+        record of work still running would be incomplete)."""
         ...
 
     def stop(self) -> RawTrace:

@@ -60,7 +60,8 @@ class CuptiActivityBackend:
         return self._delivered
 
     def drain(self) -> None:
-        """Force CUPTI to hand over its buffers now, in this thread.
+        """Force CUPTI to hand over its buffers now; returns once they are taken in (CUPTI runs
+        the callback on its own thread while this one waits: H100, 2026-11-24).
 
         Why: a full 32 MiB buffer (about 136,000 kernel records) is otherwise handed over by a
         CUPTI thread whenever it fills, and turning it into records holds the interpreter for

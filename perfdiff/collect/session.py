@@ -93,17 +93,27 @@ def run_collection(
 ) -> CollectOutcome:
     """Run ``workload`` under the sources and return the run file (complete or not)."""
     trace = sources.trace
-    drained = [time.monotonic()]
+    # workloads idle between cycles: when the trace was last drained (emptied after a failure)
+    drained = [time.monotonic()] if workload.idle_between_cycles else []
 
     def on_cycle_end(done: int) -> None:
         # Between two cycles of a workload that ends each one with the GPU idle: take in the
         # records gathered so far every DRAIN_EVERY_S, so that a full buffer is never turned
         # into records (~0.5 s holding the interpreter) while a cycle runs.
-        if workload.idle_between_cycles and time.monotonic() - drained[0] >= DRAIN_EVERY_S:
-            trace.drain()
-            drained[0] = time.monotonic()
+        if drained and time.monotonic() - drained[0] >= DRAIN_EVERY_S:
+            drain()
         if progress is not None:
             progress(done, trace.records_so_far())
+
+    def drain() -> None:
+        try:
+            trace.drain()
+        except Exception as exc:  # a failed drain costs the stall it avoids, not the run
+            warnings.append(f"taking CUPTI's records in between cycles failed "
+                            f"({_one_line(exc)}); not tried again")
+            drained.clear()
+            return
+        drained[0] = time.monotonic()
 
     started: list[MetricSampler] = []
     warnings = list(sources.warnings)

@@ -183,6 +183,29 @@ def test_trace_is_drained_between_cycles_of_idle_workloads_only(
         assert not ((cycles.start_ns <= t) & (t <= cycles.end_ns)).any()
 
 
+def test_a_failing_drain_is_one_warning_and_the_run_completes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import perfdiff.collect.session as session_module
+
+    monkeypatch.setattr(session_module, "DRAIN_EVERY_S", 0.0)
+    trace = FakeTrace(FakeClock())
+    calls: list[int] = []
+
+    def broken() -> None:
+        calls.append(1)
+        raise RuntimeError("CUPTI_ERROR_UNKNOWN\nmore")
+
+    monkeypatch.setattr(trace, "drain", broken)
+    workload = IdleFakeWorkload(FakeParams(kernels_per_cycle=1), trace)
+    outcome = run_collection(workload, CyclePlan(measured=3), Sources(trace=trace), ENV,
+                             CollectSettings())
+    rf = outcome.run_file
+    assert rf.status.state == "complete" and len(rf.runs[0].cycles.index) == 3
+    assert calls == [1]  # not tried again
+    (text,) = [w for w in rf.collection.warnings if "between cycles failed" in w]
+    assert "CUPTI_ERROR_UNKNOWN" in text and "\n" not in text
+
+
 def test_names_are_interned_and_demangled() -> None:
     outcome, _ = _collect(FakeParams(kernels_per_cycle=2), CyclePlan(measured=3))
     rf = outcome.run_file  # type: ignore[attr-defined]
