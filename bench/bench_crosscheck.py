@@ -469,7 +469,7 @@ def _main_in_situ(args: argparse.Namespace) -> int:
                "warnings": warnings,
                **in_situ_summary(rows, args.measure, args.limit_pct),
                "seconds": round(time.perf_counter() - started, 1)}
-    _print_in_situ(rows)
+    print_in_situ(rows)
     print(json.dumps(summary))
     if args.json is not None:
         args.json.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
@@ -480,7 +480,7 @@ def _main_in_situ(args: argparse.Namespace) -> int:
     return 0 if in_situ_ok(summary) else 1
 
 
-def _print_in_situ(rows: Sequence[Mapping[str, Any]]) -> None:
+def print_in_situ(rows: Sequence[Mapping[str, Any]]) -> None:
     head = "".join(f" {m + ' ms':>10} {'diff %':>7} {'paired %':>8}" for m in MEASURES)
     print(f"{'case':<64} {'n':>3} {'events ms':>10}{head}")
     for r in rows:

@@ -22,6 +22,7 @@ input (one line).
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import statistics
@@ -36,6 +37,7 @@ import numpy as np
 from perfdiff.errors import InputError
 
 
+@functools.cache
 def _crosscheck() -> ModuleType:
     """bench_crosscheck.py beside this file (bench/ is scripts, not a package)."""
     path = Path(__file__).resolve().with_name("bench_crosscheck.py")
@@ -119,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
                                .get(args.measure, {}).get("within_limit_paired")}
                             for p in passes],
                **cc.in_situ_summary(rows, args.measure, args.limit_pct)}
-    cc._print_in_situ(rows)
+    cc.print_in_situ(rows)
     print(json.dumps({k: v for k, v in summary.items() if k != "by_measure"}))
     if args.json is not None:
         args.json.write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))

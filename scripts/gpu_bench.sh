@@ -134,16 +134,17 @@ insitu_one() {  # NAME WORKLOAD ARGS...: one in-situ cross-check, JSON + run fil
 step_insitu() {  # CUDA events of the very calls perfdiff measures, one process per workload
   # INSITU_PASSES=N (default 1): N passes, one process each, pooled per workload afterwards
   # (bench/insitu_pool.py: every cycle of every pass, each paired with its own events)
-  local b k n=${INSITU_PASSES:-1} rc=0 sfx=""
+  local b k w n=${INSITU_PASSES:-1} rc=0 sfx="" bs
+  bs=$(backends)  # one torch import, not one per pass
   for k in $(seq 1 "$n"); do
     [ "$n" -gt 1 ] && sfx="-p$k"
     insitu_one "rmsnorm$sfx" rmsnorm "${RMS_GRID[@]}" "${RMS_CYCLES[@]}" || rc=1
-    for b in $(backends); do
+    for b in $bs; do
       insitu_one "linalg-$b$sfx" linalg -p backend="$b" -p cpu=false "${LINALG_CYCLES[@]}" || rc=1
     done
   done
   if [ "$n" -gt 1 ]; then
-    for w in rmsnorm $(for b in $(backends); do echo "linalg-$b"; done); do
+    for w in rmsnorm $(for b in $bs; do echo "linalg-$b"; done); do
       run $PY bench/insitu_pool.py "$OUT"/insitu/insitu-"$w"-p*.json --measure call \
         --json "$OUT/insitu/pooled-$w.json" || rc=1
     done

@@ -68,7 +68,6 @@ class CycleLog:
     completed_flags: list[bool] = field(default_factory=list)
     _open: bool = False
     _end_marked: bool = False
-    _returned: bool = False
 
     def begin_cycle(self, label: str, warmup: bool) -> None:
         if self._open:
@@ -79,7 +78,6 @@ class CycleLog:
         self.warmups.append(warmup)
         self._open = True
         self._end_marked = False
-        self._returned = False
         self.starts.append(self.clock_ns())
         if self._mark(is_end=False):
             self.mark_ns.append(self.starts[-1])
@@ -89,11 +87,10 @@ class CycleLog:
         end mark (each once per cycle). The stamp first, before any bookkeeping: a clock read
         costs under a microsecond, the mark's launch about 30 us of host time (H100), and on a
         slow host every Python step between the return and its stamp lengthens the call."""
-        if not self._open or self._returned:
+        slot = len(self.starts) - 1
+        if not self._open or slot in self.returns:
             return
-        now = self.clock_ns()
-        self._returned = True
-        self.returns[len(self.starts) - 1] = now
+        self.returns[slot] = self.clock_ns()
         if not self._end_marked:
             self._end_marked = self._mark(is_end=True)
 
