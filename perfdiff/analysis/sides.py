@@ -20,6 +20,7 @@ from perfdiff.schema.model import RunFile
 
 LATENCYPRISM_KIND = "latencyprism"
 RUN_FILE_KIND = "run file"
+IMPORTED_KIND = "imported trace"  # a run file converted from another tool's trace
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class SideMeta:
     """What the report says about an input besides its numbers."""
 
     source: str
-    kind: str  # RUN_FILE_KIND or LATENCYPRISM_KIND
+    kind: str  # RUN_FILE_KIND, LATENCYPRISM_KIND or IMPORTED_KIND
     workload: str = ""
     gpu_models: tuple[str, ...] = ()
     environment: tuple[tuple[str, str], ...] = ()
@@ -86,14 +87,36 @@ def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
             )
         )
     pairs.append(("perfdiff", run_file.tool_version))
+    imported = _imported_lines(run_file)
+    pairs.extend(imported)
     warnings = list(run_file.collection.warnings)
     if run_file.status.state != "complete":
         warnings.append(f"{source}: incomplete run ({run_file.status.reason or 'no reason given'})")
     return SideMeta(
         source=source,
-        kind=RUN_FILE_KIND,
+        kind=IMPORTED_KIND if imported else RUN_FILE_KIND,
         workload=run_file.workload.name,
         gpu_models=gpus,
         environment=tuple(pairs),
         warnings=tuple(warnings),
     )
+
+
+def _imported_lines(run_file: RunFile) -> list[tuple[str, str]]:
+    """Where a converted trace came from, and which rank each GPU is (readers fill
+    ``workload.params``: source_format, kineto_schema_version, cycles_from, ranks)."""
+    params = run_file.workload.params
+    source_format = params.get("source_format")
+    if not isinstance(source_format, str):
+        return []
+    versions = params.get("kineto_schema_version") or []
+    version_text = ", ".join(map(str, versions)) if isinstance(versions, list) else ""
+    line = source_format + (f", schema {version_text}" if version_text else "")
+    cycles_from = params.get("cycles_from")
+    if isinstance(cycles_from, str):
+        line += f"; cycles from {cycles_from}"
+    out = [("source", line)]
+    ranks = params.get("ranks")
+    if isinstance(ranks, list) and ranks:
+        out.append(("ranks", "; ".join(map(str, ranks))))
+    return out

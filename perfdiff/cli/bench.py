@@ -91,15 +91,15 @@ def bench(
         compare_cases,
         select_measure,
     )
+    from perfdiff.readers.inputs import load_input
     from perfdiff.report.bench_table import bench_view, render_markdown, render_rich
-    from perfdiff.schema.io import load_run_file
 
     if not 1 <= len(runs) <= 2:
         raise typer.BadParameter("give one or two run files", param_hint="RUNS")
     rules = BenchRules(alpha=alpha, noise_floor_pct=noise_floor_pct, min_delta_us=min_delta_us,
                        spread_factor=spread_factor)
     chosen: Measure = measure.value
-    loaded = [select_measure(bench_run(load_run_file(path), str(path)), chosen) for path in runs]
+    loaded = [select_measure(bench_run(load_input(path), str(path)), chosen) for path in runs]
     before = loaded[0]
     after = loaded[1] if len(loaded) == 2 else None
     changes = None

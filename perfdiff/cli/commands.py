@@ -9,6 +9,7 @@ from perfdiff.cli import (  # noqa: F401
     bench,
     collect,
     compare,
+    import_trace,
     kernels,
     merge,
 )

@@ -22,7 +22,7 @@ from perfdiff.cli.app import app
 from perfdiff.errors import ExitCode, IncomparableRunsError, InputError
 
 if TYPE_CHECKING:
-    from perfdiff.analysis.sides import SideMeta
+    from perfdiff.analysis.sides import Side, SideMeta
 
 # The analysis (pandas, scipy) and the renderers are imported inside the functions that use
 # them: every perfdiff command, --help included, imports every command module to register it,
@@ -72,14 +72,25 @@ def _unique(notes: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(notes))
 
 
+def _open_side(path: Path, cycle_range: str | None) -> Side:
+    """A torch.profiler trace (converted by perfdiff.readers) or what load_side reads."""
+    from perfdiff.analysis.sides import load_side, side_from_run_file
+    from perfdiff.readers.inputs import load_trace
+
+    converted = load_trace(path, cycle_range=cycle_range)
+    if converted is not None:
+        return side_from_run_file(converted, source=str(path))
+    return load_side(path)
+
+
 def build_comparison(normal_path: Path, abnormal_path: Path, options: CompareOptions,
-                     labels: tuple[str, str] = ("normal", "abnormal")) -> Comparison:
+                     labels: tuple[str, str] = ("normal", "abnormal"),
+                     cycle_range: str | None = None) -> Comparison:
     """Load both inputs and compare them (the one function this command calls)."""
     from perfdiff.analysis.comparison import compare_tables
-    from perfdiff.analysis.sides import load_side
 
-    normal = load_side(normal_path)
-    abnormal = load_side(abnormal_path)
+    normal = _open_side(normal_path, cycle_range)
+    abnormal = _open_side(abnormal_path, cycle_range)
     forced_notes = check_comparable(normal.meta, abnormal.meta, force=options.force)
     try:
         result = compare_tables(normal.table, abnormal.table, options)
@@ -119,7 +130,8 @@ def _write_output(text: str, output: Path) -> None:
 @app.command()
 def compare(
     normal: Annotated[Path, typer.Argument(
-        help="Baseline: a run file (.json/.json.gz) or a LatencyPrism '*_perf_data' folder.")],
+        help="Baseline: a run file (.json/.json.gz), a torch.profiler trace (or a folder of "
+        "per-rank traces) or a LatencyPrism '*_perf_data' folder.")],
     abnormal: Annotated[Path, typer.Argument(
         help="The run to explain, same kinds of input as NORMAL.")],
     *,
@@ -158,6 +170,10 @@ def compare(
         "--label-normal", help="Name of the NORMAL side in the report.")] = "normal",
     label_abnormal: Annotated[str, typer.Option(
         "--label-abnormal", help="Name of the ABNORMAL side in the report.")] = "abnormal",
+    cycle_range: Annotated[str | None, typer.Option(
+        "--cycle-range", metavar="NAME", help="torch.profiler traces: cycles are the "
+        "user_annotation (record_function) or gpu_user_annotation ranges named NAME instead "
+        "of ProfilerStep#N.")] = None,
 ) -> None:
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
     from rich.console import Console
@@ -174,7 +190,8 @@ def compare(
         from perfdiff.report.plots import ensure_plotting
 
         ensure_plotting()
-    comparison = build_comparison(normal, abnormal, options, (label_normal, label_abnormal))
+    comparison = build_comparison(normal, abnormal, options, (label_normal, label_abnormal),
+                                  cycle_range)
     if output_format is OutputFormat.json:
         text = render_json(comparison)
     else:

@@ -72,7 +72,8 @@ def _rich_names(rows: list[NameRow], console: Console) -> None:
 
 @app.command()
 def kernels(
-    run_file: Annotated[Path, typer.Argument(help="Run file (.json or .json.gz).")],
+    run_file: Annotated[Path, typer.Argument(
+        help="Run file (.json or .json.gz) or torch.profiler trace (file or folder).")],
     *,
     by: Annotated[ByOption, typer.Option(
         "--by", help="launch: every launch in launch order (the seeds' table); "
@@ -97,6 +98,7 @@ def kernels(
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
     from rich.console import Console
 
+    from perfdiff.readers.inputs import load_input
     from perfdiff.report.kernel_table import (
         launch_rows,
         name_rows,
@@ -104,9 +106,8 @@ def kernels(
         render_launch_table,
         render_name_table,
     )
-    from perfdiff.schema.io import load_run_file
 
-    loaded = load_run_file(run_file)
+    loaded = load_input(run_file)
     launches = launch_rows(loaded, run_index=run, cycle=cycle, names=names.value,
                            warmup=include_warmup)
     rich_out = sys.stdout.isatty() and not plain

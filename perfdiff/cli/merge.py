@@ -14,7 +14,8 @@ import typer
 
 from perfdiff.cli.app import app
 
-_InputsArg = typer.Argument(help="Run files to merge (.json or .json.gz), in order.")
+_InputsArg = typer.Argument(help="Run files to merge (.json or .json.gz) or torch.profiler "
+                            "traces, in order.")
 _OutputOpt = typer.Option("--output", "-o", help="Merged run file to write.")
 _ForceOpt = typer.Option(help="Merge even when the inputs' workload names differ.")
 
@@ -28,9 +29,10 @@ def merge(
 ) -> None:
     """Merge run files (ranks of one job, or repeated runs) into one run file."""
     from perfdiff.collect.merge import merge_run_files
-    from perfdiff.schema.io import load_run_file, save_run_file
+    from perfdiff.readers.inputs import load_input
+    from perfdiff.schema.io import save_run_file
 
-    files = [load_run_file(p) for p in inputs]
+    files = [load_input(p) for p in inputs]
     merged = merge_run_files(files, [str(p) for p in inputs], force=force)
     path = save_run_file(merged, output)
     ranks = sorted({r.rank for r in merged.runs if r.rank is not None})

@@ -1,0 +1,217 @@
+"""perfdiff compare vs HolisticTraceAnalysis' TraceDiff.compare_traces on the same trace pairs.
+
+Issue 15's acceptance: on the same pairs, in one run, ``perfdiff compare`` >= 5x faster than
+HTA's ``compare_traces`` and <= half its peak memory; per-kernel totals of the step HTA compares
+agree with HTA's (same kernels, same summed durations); perfdiff reports every step.
+
+Each tool runs as a user would run it, in its own child process, timed from the process start
+to its exit (imports included) with peak RSS from ``/usr/bin/time -f %M``:
+- HTA: ``TraceDiff.compare_traces(control_dir, test_dir)`` (its defaults: first rank, first
+  iteration, CPU ops and GPU kernels);
+- perfdiff: ``perfdiff compare CONTROL TEST --force --format json -o FILE`` (--force: HTA's own
+  trace_diff pair is an A100 trace against a V100 trace).
+HTA needs a folder per trace: each pair's files are linked into a temporary folder.
+Runs in a venv holding both (HTA is never a perfdiff dependency):
+  python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install holistictraceanalysis -e .
+  /tmp/hta-venv/bin/python bench/kineto/hta_vs_perfdiff.py --repeat 3 --json bench/kineto/results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = ROOT.parent / "shared" / "kineto" / "hta"
+PAIRS = {
+    "hta-trace_diff": (SHARED / "trace_diff/control/control.json.gz",
+                       SHARED / "trace_diff/test/test.json.gz"),
+    "h100-gpt": (ROOT / "fixtures/kineto/kineto-gpt-normal.pt.trace.json.gz",
+                 ROOT / "fixtures/kineto/kineto-gpt-abnormal.pt.trace.json.gz"),
+    "h100-train": (ROOT / "fixtures/kineto/kineto-train-normal.pt.trace.json.gz",
+                   ROOT / "fixtures/kineto/kineto-train-abnormal.pt.trace.json.gz"),
+    "h100-hf": (ROOT / "fixtures/kineto/kineto-hf-normal.pt.trace.json.gz",
+                ROOT / "fixtures/kineto/kineto-hf-abnormal.pt.trace.json.gz"),
+}
+HTA_CHILD = """
+import sys, logging
+logging.disable(logging.WARNING)
+from hta.trace_diff import TraceDiff
+comp = TraceDiff.compare_traces(sys.argv[1], sys.argv[2])
+print(len(comp))
+"""
+HTA_GPU_TOTALS = """
+import sys, json, logging
+logging.disable(logging.WARNING)
+from hta.trace_diff import TraceDiff, DeviceType, LabeledTrace
+c = LabeledTrace(trace_dir=sys.argv[1], label="control")
+t = LabeledTrace(trace_dir=sys.argv[2], label="test")
+out = {}
+for side, trace in (("control", c), ("test", t)):
+    it = trace.iterations()[0]
+    ops = trace.get_ops_summary(trace.extract_ops(None, it, DeviceType.GPU))
+    totals = ops.groupby("name")[["counts", "total_duration"]].sum()
+    out[side] = {"iteration": int(it), "iterations": [int(i) for i in trace.iterations()],
+                 "totals": {n: [int(r.counts), float(r.total_duration)]
+                            for n, r in totals.iterrows()}}
+print(json.dumps(out))
+"""
+
+
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MiB) and stdout of a child process."""
+    start = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
+    peak_kib = int(proc.stderr.strip().splitlines()[-1])
+    return wall, peak_kib / 1024, proc.stdout
+
+
+def folders(pair: tuple[Path, Path], tmp: Path, name: str) -> tuple[Path, Path]:
+    out = []
+    for side, path in zip(("control", "test"), pair, strict=True):
+        folder = tmp / name / side
+        folder.mkdir(parents=True)
+        (folder / path.name).symlink_to(path)
+        out.append(folder)
+    return out[0], out[1]
+
+
+def perfdiff_totals(path: Path, step: int) -> tuple[dict[str, list[float]], list[int]]:
+    """Per kernel/memcpy/memset name: [launches, summed us] in ProfilerStep#step, and steps."""
+    import numpy as np
+
+    from perfdiff.readers.torch_profiler import read_torch_profiler
+
+    rf = read_torch_profiler([path])
+    run = rf.runs[0]
+    totals: dict[str, list[float]] = {}
+    k = run.kernels
+    sel = k.cycle == step
+    for name_id, dur in zip(k.name_id[sel], (k.end_ns - k.start_ns)[sel], strict=True):
+        entry = totals.setdefault(rf.strings[int(name_id)].demangled, [0, 0.0])
+        entry[0] += 1
+        entry[1] += int(dur) / 1e3
+    for table in (run.memcpy, run.memset):
+        sel = table.cycle == step
+        for dur in (table.end_ns - table.start_ns)[sel]:
+            del dur
+        # memcpy/memset are compared by their trace names below (HTA keeps them)
+    return totals, [int(i) for i in np.sort(run.cycles.index)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--pairs", nargs="*", default=list(PAIRS))
+    args = parser.parse_args()
+    py = sys.executable
+    results: dict[str, Any] = {}
+    print("| pair | HTA s | HTA MiB | perfdiff s | perfdiff MiB | speed-up | memory ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        for name in args.pairs:
+            pair = PAIRS[name]
+            if not all(p.exists() for p in pair):
+                print(f"| {name} | skipped: {pair} not found |")
+                continue
+            control_dir, test_dir = folders(pair, tmp, name)
+            hta, pd_ = [], []
+            for i in range(args.repeat):  # interleaved, so drift of the machine hits both
+                hta.append(timed([py, "-c", HTA_CHILD, str(control_dir), str(test_dir)]))
+                out = tmp / f"{name}-{i}.json"
+                pd_.append(timed([py, "-c", "from perfdiff.cli.app import main; main()",
+                                  "compare", str(pair[0]), str(pair[1]), "--force",
+                                  "--format", "json", "-o", str(out)]))
+            hta_s = min(r[0] for r in hta)
+            hta_mib = max(r[1] for r in hta)
+            pd_s = min(r[0] for r in pd_)
+            pd_mib = max(r[1] for r in pd_)
+            print(f"| {name} | {hta_s:.2f} | {hta_mib:.0f} | {pd_s:.2f} | {pd_mib:.0f} | "
+                  f"{hta_s / pd_s:.1f}x | {pd_mib / hta_mib:.2f} |", flush=True)
+            entry: dict[str, Any] = {
+                "hta_seconds": [r[0] for r in hta], "hta_peak_mib": [r[1] for r in hta],
+                "perfdiff_seconds": [r[0] for r in pd_],
+                "perfdiff_peak_mib": [r[1] for r in pd_],
+            }
+            _, _, hta_out = timed([py, "-c", HTA_GPU_TOTALS, str(control_dir), str(test_dir)])
+            hta_totals = json.loads(hta_out)
+            entry["totals_check"] = {
+                side: check_totals(hta_totals[side], path)
+                for side, path in zip(("control", "test"), pair, strict=True)
+            }
+            results[name] = entry
+    for name, entry in results.items():
+        for side, check in entry["totals_check"].items():
+            print(f"{name} {side}: HTA step {check['step']}: {check['names']} names, "
+                  f"{check['same_names']=}, {check['same_counts']=}, max |diff| "
+                  f"{check['max_abs_diff_us']:.3f} us, perfdiff steps {check['perfdiff_steps']}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+def check_totals(hta_side: dict[str, Any], path: Path) -> dict[str, Any]:
+    """perfdiff's per-name totals of HTA's step against HTA's (kernels, memcpy, memset)."""
+    import numpy as np
+
+    from perfdiff.readers.torch_profiler import read_torch_profiler
+
+    step = int(hta_side["iteration"])
+    rf = read_torch_profiler([path])
+    run = rf.runs[0]
+    mine: dict[str, list[float]] = {}
+
+    def add(names: list[str], start: Any, end: Any, cycle: Any) -> None:
+        sel = np.flatnonzero(cycle == step)
+        for i in sel:
+            entry = mine.setdefault(names[i], [0, 0.0])
+            entry[0] += 1
+            entry[1] += int(end[i] - start[i]) / 1e3
+
+    k = run.kernels
+    add([rf.strings[int(i)].demangled for i in k.name_id], k.start_ns, k.end_ns, k.cycle)
+    for table in (run.memcpy, run.memset):
+        add(trace_names(path, table), table.start_ns, table.end_ns, table.cycle)
+    theirs = hta_side["totals"]
+    common = set(mine) & set(theirs)
+    diffs = [abs(mine[n][1] - theirs[n][1]) for n in common]
+    return {
+        "step": step, "names": len(theirs), "same_names": set(mine) == set(theirs),
+        "only_hta": sorted(set(theirs) - set(mine))[:5],
+        "only_perfdiff": sorted(set(mine) - set(theirs))[:5],
+        "same_counts": all(mine[n][0] == theirs[n][0] for n in common),
+        "max_abs_diff_us": max(diffs) if diffs else 0.0,
+        "perfdiff_steps": sorted(int(i) for i in run.cycles.index),
+        "hta_iterations": hta_side["iterations"],
+    }
+
+
+def trace_names(path: Path, table: Any) -> list[str]:
+    """The trace's own names for memcpy/memset rows (the run file keeps only their kind)."""
+    kind_to_name = {"memset": "Memset (Device)"}
+    import gzip
+
+    import msgspec
+
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    for event in msgspec.json.decode(data)["traceEvents"]:
+        if event.get("cat") == "gpu_memcpy":
+            kind_to_name.setdefault(event["name"].split()[1], event["name"])
+    return [kind_to_name.get(k, k) for k in table.kind]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Other tools' formats -> a validated RunFile (torch.profiler traces, LatencyPrism folders)."""

@@ -1,0 +1,126 @@
+"""One program, recorded two ways: under torch.profiler (a Kineto trace) or under perfdiff.
+
+Why one file: issue 15's acceptance compares a torch.profiler trace with a ``perfdiff collect``
+recording of the *same* program; the step function is shared, only the recording differs.
+``--mode profiler`` runs torch.profiler with a schedule (wait 1, warm-up 4, active STEPS) and
+writes ``export_chrome_trace`` to ``--out`` (.json.gz); ``--mode perfdiff`` wraps each step in
+``perfdiff.cycle()`` (run it as ``perfdiff collect --warmup 5 -o X -- python kineto_prog.py``).
+
+Sizes are chosen so that each step is GPU-bound (GPU work of several ms against well under a
+millisecond of launches): a host-bound step's time moves with the profiler's own CPU overhead,
+which a perfdiff recording does not have. Programs (``--model``):
+- ``gpt``: forward of a small decoder-only transformer in fp16 (gpt-infer style); abnormal:
+  the hand-written attention instead of SDPA.
+- ``train``: a training step (bf16 autocast, cross-entropy, backward, fused AdamW); abnormal:
+  the per-parameter AdamW loop instead of the fused kernel.
+- ``hf``: Hugging Face GPT-2 (random init from a config, no download), forward in fp16;
+  abnormal: ``attn_implementation="eager"`` instead of ``"sdpa"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Callable
+from typing import Any
+
+WAIT, WARMUP = 1, 4
+
+
+def gpt_step(torch: Any, abnormal: bool) -> Callable[[], None]:
+    from perfdiff.collect.workloads._transformer import ModelShape, build_model
+
+    shape = ModelShape(layers=2, d_model=1024, heads=16, vocab=8192, max_seq=1024, dropout=0.0,
+                       attention="manual" if abnormal else "sdpa")
+    model = build_model(torch, shape).to(device="cuda", dtype=torch.float16).eval()
+    tokens = torch.randint(0, 8192, (32, 1024), device="cuda")
+
+    def step() -> None:
+        with torch.no_grad():
+            model(tokens).argmax(-1)[:, -1].cpu()
+
+    return step
+
+
+def train_step(torch: Any, abnormal: bool) -> Callable[[], None]:
+    from perfdiff.collect.workloads._transformer import ModelShape, build_model
+
+    shape = ModelShape(layers=1, d_model=768, heads=12, vocab=8192, max_seq=512, dropout=0.1,
+                       attention="sdpa")
+    model = build_model(torch, shape).to(device="cuda").train()
+    kwargs: dict[str, Any] = {"foreach": False} if abnormal else {"fused": True}
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, **kwargs)
+    inputs = torch.randint(0, 8192, (16, 512), device="cuda")
+    targets = torch.randint(0, 8192, (16, 512), device="cuda")
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = model(inputs)
+            loss = torch.nn.functional.cross_entropy(logits.view(-1, 8192).float(),
+                                                     targets.view(-1))
+        loss.backward()
+        opt.step()
+        loss.item()
+
+    return step
+
+
+def hf_step(torch: Any, abnormal: bool) -> Callable[[], None]:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    impl = "eager" if abnormal else "sdpa"
+    config = GPT2Config(n_layer=2, n_embd=768, n_head=12, n_positions=1024, vocab_size=8192,
+                        attn_implementation=impl)
+    model = GPT2LMHeadModel(config).to(device="cuda", dtype=torch.float16).eval()
+    used = getattr(model.config, "_attn_implementation", "?")
+    print(f"kineto_prog: hf attention {used} (asked {impl})", file=sys.stderr)
+    tokens = torch.randint(0, 8192, (16, 1024), device="cuda")
+
+    def step() -> None:
+        with torch.no_grad():
+            model(input_ids=tokens).logits.argmax(-1)[:, -1].cpu()
+
+    return step
+
+
+PROGRAMS = {"gpt": gpt_step, "train": train_step, "hf": hf_step}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=sorted(PROGRAMS), required=True)
+    parser.add_argument("--variant", choices=["normal", "abnormal"], default="normal")
+    parser.add_argument("--mode", choices=["profiler", "perfdiff"], required=True)
+    parser.add_argument("--steps", type=int, default=25, help="active (measured) steps")
+    parser.add_argument("--out", default="trace.json.gz", help="trace file (profiler mode)")
+    args = parser.parse_args()
+    import torch
+
+    torch.manual_seed(0)
+    step = PROGRAMS[args.model](torch, args.variant == "abnormal")
+    total = WAIT + WARMUP + args.steps
+    if args.mode == "perfdiff":
+        import perfdiff
+
+        for _ in range(total):
+            with perfdiff.cycle():
+                step()
+        return 0
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    sched = schedule(wait=WAIT, warmup=WARMUP, active=args.steps, repeat=1)
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
+                 on_trace_ready=lambda p: p.export_chrome_trace(args.out)) as prof:
+        for _ in range(total):
+            step()
+            prof.step()
+    with contextlib.suppress(Exception):
+        torch.cuda.synchronize()
+    print(f"kineto_prog: wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
