@@ -13,7 +13,8 @@ to its exit (imports included) with peak RSS from ``/usr/bin/time -f %M``:
 HTA needs a folder per trace: each pair's files are linked into a temporary folder.
 Runs in a venv holding both (HTA is never a perfdiff dependency):
   python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install holistictraceanalysis -e .
-  /tmp/hta-venv/bin/python bench/kineto/hta_vs_perfdiff.py --repeat 3 --json bench/kineto/results.json
+  /tmp/hta-venv/bin/python bench/kineto/hta_vs_perfdiff.py --repeat 3 \
+      --json bench/kineto/results.json
 """
 
 from __future__ import annotations

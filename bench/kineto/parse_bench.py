@@ -78,7 +78,7 @@ def main() -> int:
         child(*args.child)
         return 0
     files = args.files or DEFAULT
-    print("| parser | file | parse s (best of %d) | peak RSS MiB | events |" % args.repeat)
+    print(f"| parser | file | parse s (best of {args.repeat}) | peak RSS MiB | events |")
     print("|---|---|---:|---:|---:|")
     for name in PARSERS:
         for path in files:

@@ -543,6 +543,7 @@ def _convert(trace: _Trace, cycle_range: str | None, data_for_counters: bytes | 
                        "with ProfilerActivity.CUDA to get kernels")
         raise _Bad("no GPU events (kernels, memcpy, memset): a CPU-only trace; record with "
                    "torch.profiler.ProfilerActivity.CUDA on a GPU")
+    gpu_spans = [cols.spans(base_ns) for cols in (kernels, copies, sets)]  # checked first
     try:
         launch_ns = us_texts_to_ns(launch_ts) + base_ns
     except ValueError as exc:
@@ -554,7 +555,7 @@ def _convert(trace: _Trace, cycle_range: str | None, data_for_counters: bytes | 
     range_rows = list(zip(ranges.cat, ranges.name, range_start.tolist(), range_end.tolist(),
                           ranges.device, strict=True))
     spans, mode = _cycles(range_rows, cycle_range, warnings)
-    run = _build_run(kernels, copies, sets, base_ns, names, spans, mode, launches, warnings,
+    run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,
                      cpu_pids)
     metrics: tuple[MetricSeries, ...] = ()
     interval = 0
@@ -658,15 +659,15 @@ def _launch_times(correlation: list[int], launches: dict[int, int]) -> IntArray:
                        count=len(correlation))
 
 
-def _build_run(kernels: _Columns, copies: _Columns, sets: _Columns, base_ns: int,
-               names: list[str], spans: _CycleSpans, mode: str, launches: dict[int, int],
+def _build_run(kernels: _Columns, copies: _Columns, sets: _Columns,
+               gpu_spans: list[tuple[IntArray, IntArray]], names: list[str],
+               spans: _CycleSpans, mode: str, launches: dict[int, int],
                warnings: list[str], cpu_pids: dict[int, int]) -> Run:
     name_ids = {name: i for i, name in enumerate(names)}
     tables: list[tuple[_Columns, IntArray, IntArray, IntArray, IntArray]] = []
     unmatched_total = 0
-    for cols in (kernels, copies, sets):
+    for cols, (start, end) in zip((kernels, copies, sets), gpu_spans, strict=True):
         devices = np.asarray(cols.device, dtype=np.int64)
-        start, end = cols.spans(base_ns)
         if mode == "gpu":
             when = start
         else:
@@ -781,13 +782,21 @@ def _assemble(parts: list[_RankData], sources: list[str], cycle_range: str | Non
             run = _on_device(run, part.rank)
             for dev in part.devices[:1]:
                 devices.setdefault(part.rank, replace(dev, index=part.rank))
+            if part.rank is not None:
+                rank_notes.append(f"rank {part.rank}: GPU {part.rank}")
         else:
-            for dev in part.devices:
-                devices.setdefault(dev.index, dev)
+            # one trace: its devices become GPU 0..n-1, so that rank 3's cuda:3 lines up with
+            # rank 1's cuda:1 of another trace (HTA likewise compares "the first rank")
+            in_trace = [d.index for d in part.devices]
+            run = _devices_renumbered(run, in_trace)
+            for new_index, dev in enumerate(part.devices):
+                devices.setdefault(new_index, replace(dev, index=new_index))
+            shown = ", ".join(f"GPU {i} (cuda:{d} in the trace)" for i, d in enumerate(in_trace))
+            if part.rank is not None:
+                rank_notes.append(f"rank {part.rank}: {shown}")
+            elif in_trace != list(range(len(in_trace))):
+                rank_notes.append(shown)
         runs.append(run)
-        if part.rank is not None:
-            shown = [part.rank] if ranked else [d.index for d in part.devices]
-            rank_notes.append(f"rank {part.rank}: GPU {', '.join(map(str, shown))}")
     first = parts[0]
     warnings = [w for part in parts for w in part.warnings]
     intervals = {part.sample_interval_ns for part in parts}
@@ -829,6 +838,20 @@ def _renamed(run: Run, local: list[str], ids: dict[str, int]) -> Run:
     if k.name_id.size:
         k = replace(k, name_id=remap[k.name_id])
     return replace(run, kernels=k)
+
+
+def _devices_renumbered(run: Run, in_trace: list[int]) -> Run:
+    """Device ids of the trace -> their position in ``in_trace`` (sorted ids)."""
+    order = np.asarray(in_trace, dtype=np.int64)
+
+    def moved(table: Any) -> Any:
+        return replace(table, device=np.searchsorted(order, table.device).astype(np.int64))
+
+    position = {d: i for i, d in enumerate(in_trace)}
+    return replace(run, kernels=moved(run.kernels), memcpy=moved(run.memcpy),
+                   memset=moved(run.memset),
+                   metrics=tuple(replace(m, device=position.get(m.device, m.device))
+                                 for m in run.metrics))
 
 
 def _on_device(run: Run, device: int) -> Run:

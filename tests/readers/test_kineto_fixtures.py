@@ -70,8 +70,8 @@ def _ratios(time_t: dict[str, float], time_r: dict[str, float]) -> np.ndarray:
 
 
 def test_most_kernels_agree_within_two_percent() -> None:
-    """Pooled over the six pairs: measured 144 of 149 (pair, kernel) rows > 10 us within 2 % (the other
-    five: 2.2 to 5.4 %, kernels whose time drifted with the clocks in one of the runs)."""
+    """Pooled over the six pairs: measured 144 of 149 (pair, kernel) rows > 10 us within 2 %
+    (the other five: 2.2 to 5.4 %, kernels whose time drifted with the clocks in one run)."""
     ratios = np.concatenate([
         _ratios(per_step(load_input(_trace(p, v)))[1], per_step(load_input(_recording(p, v)))[1])
         for p in PROGRAMS for v in VARIANTS])
