@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from perfdiff.analysis.cycle_table import cycle_table
-from perfdiff.analysis.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
 from perfdiff.errors import InputError
+from perfdiff.readers.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
 

@@ -2,7 +2,7 @@
 
 Regenerate with ``pytest tests/golden --update-golden`` and review ``git diff tests/golden``.
 The expected files are our outputs (not copies of the input data). Inputs:
-- the LatencyPrism SGLang incidents under /work/shared/latencyprism (skipped when absent);
+- the LatencyPrism SGLang incidents under ../shared/latencyprism (skipped when absent);
 - the GPU fixtures under fixtures/ recorded by ``perfdiff collect`` (skipped until they exist).
 """
 
@@ -18,11 +18,12 @@ import pytest
 from perfdiff.analysis.model import CompareOptions, Comparison
 from perfdiff.cli.compare import build_comparison
 from perfdiff.report.markdown import render_markdown
+from tests.shared_data import missing_reason, shared
 
 GOLDEN = Path(__file__).parent
 REPO = GOLDEN.parents[1]
-LATENCYPRISM = Path(os.environ.get("PERFDIFF_LATENCYPRISM", "/work/shared/latencyprism"))
-SEED_REPORT = Path(os.environ.get("PERFDIFF_SEEDS", "/work/shared/seeds")) / (
+LATENCYPRISM = Path(os.environ.get("PERFDIFF_LATENCYPRISM", shared("latencyprism")))
+SEED_REPORT = Path(os.environ.get("PERFDIFF_SEEDS", shared("seeds"))) / (
     "strict-comparison-report.md"
 )
 FIXTURE_PAIRS = {
@@ -82,7 +83,7 @@ def test_latencyprism_gpu_instability(seed_compatible: bool, update_golden: bool
 def test_seed_compatible_sections_1_and_2_reproduce_the_seed() -> None:
     """Issue 3 acceptance: sections 1 and 2 equal LatencyPrism's report character for character."""
     if not SEED_REPORT.exists():
-        pytest.skip(f"seed report not found at {SEED_REPORT}")
+        pytest.skip(missing_reason(SEED_REPORT))
     comparison = _latencyprism("gpu_instability", seed_compatible=True)
     ours = render_markdown(comparison)
     seed = SEED_REPORT.read_text(encoding="utf-8").replace("\r\n", "\n")

@@ -11,7 +11,6 @@ written out by hand from the synthetic file's timeline (tests/bench_factories.py
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import math
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,28 +19,23 @@ from typing import Any
 
 import pytest
 
+import bench.bench_crosscheck as bench_crosscheck
+from bench.timers import EventPairTimer, TimedRecorder
 from perfdiff.analysis.bench_cases import bench_run
 from perfdiff.errors import InputError
 from perfdiff.markers import (
-    EventPairTimer,
+    CycleRecorder,
     RecorderMarker,
     call_returned,
     cycle,
     set_active_recorder,
-    set_call_timer,
 )
+from tests.analysis.test_bench_call_measure import SPEC, _with_marks
 from tests.bench_factories import make_bench_file
-from tests.unit.test_bench_call_measure import SPEC, _with_marks
-
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "bench_crosscheck.py"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_crosscheck_insitu", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_crosscheck
 
 
 class Clock:
@@ -90,13 +84,13 @@ class LoggingRecorder:
 
 
 @contextlib.contextmanager
-def _installed(recorder: Any, timer: Any) -> Iterator[None]:
-    previous_recorder = set_active_recorder(recorder)
-    previous_timer = set_call_timer(timer)
+def _installed(recorder: Any, timer: Any) -> Iterator[CycleRecorder | None]:
+    """The collector's recorder, wrapped as ``bench.timers.TimedWorkload`` wraps it."""
+    active = recorder if recorder is None or timer is None else TimedRecorder(recorder, timer)
+    previous_recorder = set_active_recorder(active)
     try:
-        yield
+        yield active
     finally:
-        set_call_timer(previous_timer)
         set_active_recorder(previous_recorder)
 
 
@@ -108,8 +102,9 @@ def test_start_event_follows_the_start_mark_end_event_precedes_the_end_mark() ->
     clock = Clock()
     timer = EventPairTimer(lambda: FakeEvent(clock, log))
     recorder = LoggingRecorder(log)
-    with _installed(recorder, timer):
-        marker = RecorderMarker(recorder)
+    with _installed(recorder, timer) as active:
+        assert active is not None
+        marker = RecorderMarker(active)
         with marker.cycle("a", warmup=True):
             call_returned()
         with marker.cycle("cpu case"):
@@ -136,9 +131,11 @@ def test_no_collector_no_events_and_a_second_return_is_ignored() -> None:
         call_returned()
     assert made == [] and timer.calls == []
     recorder = LoggingRecorder([])
-    with _installed(recorder, timer), RecorderMarker(recorder).cycle("a"):
-        call_returned()
-        call_returned()
+    with _installed(recorder, timer) as active:
+        assert active is not None
+        with RecorderMarker(active).cycle("a"):
+            call_returned()
+            call_returned()
     # both events made when the call started (creation is not inside the window)
     assert len(made) == 2 and timer.calls[0].end is made[1] and timer.calls[0].returned
 
@@ -172,7 +169,7 @@ def test_pairing_refuses_other_cycles_in_one_line() -> None:
         cc.pair_events(labels, warmups, [("a", False, 1.0), ("a", False, 1.0)])
 
 
-# The synthetic file (tests/unit/test_bench_call_measure.py): one case, per measured cycle
+# The synthetic file (tests/analysis/test_bench_call_measure.py): one case, per measured cycle
 # span 31 us, stream 32.2 us, and with these end-mark offsets call = 72.2, 32.2, 39.2, 132.2 us.
 OFFSETS = [999_000, 40_000, 0, 7_000, 100_000]
 EVENTS_MS = [0.0700, 0.0322, 0.0400, 0.1300]

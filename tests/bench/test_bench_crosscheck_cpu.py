@@ -7,26 +7,20 @@ exit codes (0 within, 1 a case off, 2 unusable input).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+import bench.bench_crosscheck as bench_crosscheck
 from perfdiff.schema.io import save_run_file
+from tests.analysis.test_bench_call_measure import SPEC, _with_marks
 from tests.bench_factories import make_bench_file
-from tests.unit.test_bench_call_measure import SPEC, _with_marks
-
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "bench_crosscheck.py"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_crosscheck", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_crosscheck
 
 
 def _earlier(tmp_path: Path, event_ms: float) -> Path:

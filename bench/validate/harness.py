@@ -22,14 +22,13 @@ from functools import cache
 
 import numpy as np
 
-from perfdiff.analysis.model import CompareOptions
-from perfdiff.analysis.validate.simulate import (
+from bench.validate.simulate import (
     CostShift,
     Scenario,
     Slowdown,
     expected_kernel_ms,
 )
-from perfdiff.analysis.validate.trials import (
+from bench.validate.trials import (
     CompareFn,
     MdeTrial,
     TrialDigest,
@@ -37,6 +36,7 @@ from perfdiff.analysis.validate.trials import (
     run_mde_trial,
     run_trial,
 )
+from perfdiff.analysis.model import CompareOptions
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bench.validate.trials import CompareFn, TrialDigest, digest, production_compare
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.model import CompareOptions
-from perfdiff.analysis.validate.trials import CompareFn, TrialDigest, digest, production_compare
 
 AA_GLOB = "gpt-infer-aa-*.json.gz"
 

@@ -21,7 +21,7 @@ from perfdiff.collect.cycles import CycleLog, assign_cycles
 from perfdiff.collect.records import KernelRecord, RawTrace, TransferRecord
 from perfdiff.collect.session import CollectSettings, run_collection
 from perfdiff.collect.workloads.base import CyclePlan
-from tests.unit.test_collect_session import (
+from tests.collect.test_collect_session import (
     ENV,
     FakeClock,
     FakeParams,

@@ -26,7 +26,7 @@ from perfdiff.schema import (
     save_run_file,
 )
 from perfdiff.schema.versions import parse_version
-from tests.unit.test_schema_io import tiny_run_file
+from tests.schema.test_schema_io import tiny_run_file
 
 
 def _marked(start: list[int], end: list[int]):  # type: ignore[no-untyped-def]

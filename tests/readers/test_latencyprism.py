@@ -1,6 +1,6 @@
 """LatencyPrism import, --seed-compatible reproduction of the seed report, the five scenarios.
 
-Tests on the real incident data skip when /work/shared/latencyprism is absent.
+Tests on the real incident data skip when ../shared/latencyprism is absent.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from hypothesis import strategies as st
 
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.comparison import compare_tables
-from perfdiff.analysis.latencyprism import PERF_FILE, load_latencyprism
 from perfdiff.analysis.model import CompareOptions, Comparison
 from perfdiff.analysis.sides import load_side
 from perfdiff.errors import InputError
+from perfdiff.readers.latencyprism import PERF_FILE, load_latencyprism
+from tests.shared_data import missing_reason, shared
 
-LP = Path("/work/shared/latencyprism/sglang")
-SEED = Path("/work/shared/seeds/strict-comparison-report.md")
-needs_lp = pytest.mark.skipif(not LP.is_dir(), reason="LatencyPrism data not available")
+LP = shared("latencyprism", "sglang")
+SEED = shared("seeds", "strict-comparison-report.md")
+needs_lp = pytest.mark.skipif(not LP.is_dir(), reason=missing_reason(LP))
 
 HEADER = (
     "cycle,pid,hostname,beta_pct,function_name,metric_name,device,func_type,mu_pct,sigma_pct,"
@@ -106,7 +107,7 @@ def _seed_rows() -> list[list[str]]:
 
 
 @needs_lp
-@pytest.mark.skipif(not SEED.is_file(), reason="seed report not available")
+@pytest.mark.skipif(not SEED.is_file(), reason=missing_reason(SEED))
 def test_seed_compatible_reproduces_sections_1_and_2() -> None:
     c = _lp("gpu_instability", CompareOptions(seed_compatible=True, bootstrap_resamples=100))
     text = SEED.read_text()
@@ -125,7 +126,7 @@ def test_seed_compatible_reproduces_sections_1_and_2() -> None:
 
 
 @needs_lp
-@pytest.mark.skipif(not SEED.is_file(), reason="seed report not available")
+@pytest.mark.skipif(not SEED.is_file(), reason=missing_reason(SEED))
 def test_seed_compatible_reproduces_top_10_detailed_rows() -> None:
     c = _lp("gpu_instability", CompareOptions(seed_compatible=True, bootstrap_resamples=100))
     assert c.test_unit == "cycles"

@@ -15,6 +15,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from bench.validate.criteria import row_false_positives
+from bench.validate.harness import FIVE_RUNS, ONE_RUN, Cell, run_grid
+from bench.validate.markdown import aa_table, criteria_table, injection_table, score
+from bench.validate.simulate import Scenario
 from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
@@ -22,10 +26,6 @@ from perfdiff.analysis.model import (
     MetricRow,
     SideSummary,
 )
-from perfdiff.analysis.validate.criteria import row_false_positives
-from perfdiff.analysis.validate.harness import FIVE_RUNS, ONE_RUN, Cell, run_grid
-from perfdiff.analysis.validate.markdown import aa_table, criteria_table, injection_table, score
-from perfdiff.analysis.validate.simulate import Scenario
 
 SMALL = Scenario(n_kernels=6, metrics=())
 _SET_FIELDS = {

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfdiff.analysis.validate.simulate import (
+from bench.validate.simulate import (
     CLOCK_METRIC,
     CLOCK_STEP_MHZ,
     IDLE_FUNCTION,

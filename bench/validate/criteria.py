@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from scipy import stats
 
-from perfdiff.analysis.validate.trials import CHANGE_VERDICTS, MdeTrial, RowDigest, TrialDigest
+from bench.validate.trials import CHANGE_VERDICTS, MdeTrial, RowDigest, TrialDigest
 
 
 @dataclass(frozen=True)

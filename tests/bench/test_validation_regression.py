@@ -16,15 +16,14 @@ from functools import cache
 
 import pytest
 
-from perfdiff.analysis.model import CompareOptions
-from perfdiff.analysis.validate.criteria import (
+from bench.validate.criteria import (
     cycle_changes,
     cycle_changes_beyond_twin,
     mde_power,
     quiet_reports,
     row_false_positives,
 )
-from perfdiff.analysis.validate.harness import (
+from bench.validate.harness import (
     FIVE_RUNS,
     ONE_RUN,
     Cell,
@@ -32,9 +31,10 @@ from perfdiff.analysis.validate.harness import (
     matched_options,
     run_grid,
 )
-from perfdiff.analysis.validate.markdown import score
-from perfdiff.analysis.validate.simulate import CLOCK_METRIC, Scenario, expected_kernel_ms
-from perfdiff.analysis.validate.trials import TrialDigest, run_mde_trial, run_trial, target_name
+from bench.validate.markdown import score
+from bench.validate.simulate import CLOCK_METRIC, Scenario, expected_kernel_ms
+from bench.validate.trials import TrialDigest, run_mde_trial, run_trial, target_name
+from perfdiff.analysis.model import CompareOptions
 
 OPTIONS = CompareOptions(bootstrap_resamples=500)  # intervals only; verdicts do not use it
 BASE = Scenario(n_kernels=8, metrics=(CLOCK_METRIC,))

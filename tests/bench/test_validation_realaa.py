@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfdiff.analysis.model import CompareOptions
-from perfdiff.analysis.validate.realaa import (
+from bench.validate.realaa import (
     as_side,
     compare_splits,
     cycle_spread,
@@ -24,7 +23,8 @@ from perfdiff.analysis.validate.realaa import (
     run_spread,
     summarise,
 )
-from perfdiff.analysis.validate.simulate import Scenario, kernel_names, simulate_side, to_table
+from bench.validate.simulate import Scenario, kernel_names, simulate_side, to_table
+from perfdiff.analysis.model import CompareOptions
 
 AA_FOLDER = Path(__file__).resolve().parents[2] / "fixtures" / "aa"
 
@@ -86,7 +86,7 @@ def test_real_aa_recordings_raise_no_false_verdict() -> None:
     options = CompareOptions(bootstrap_resamples=200)
     n = len(tables)
     # Recordings one after another are the likeliest to drift apart; the full 45 + 126 splits
-    # run in `python -m perfdiff.analysis.validate --real-aa fixtures/aa` (minutes, not seconds).
+    # run in `python -m bench.validate --real-aa fixtures/aa` (minutes, not seconds).
     adjacent = [((i,), (i + 1,)) for i in range(n - 1)]
     first_vs_last = [(tuple(range(n // 2)), tuple(range(n // 2, 2 * (n // 2))))]
     for label, splits in (("adjacent pairs", adjacent), ("first vs last half", first_vs_last)):

@@ -13,8 +13,9 @@ from perfdiff.report.kernel_table import launch_rows, name_rows, render_launch_t
 from perfdiff.schema import save_run_file
 from tests.conftest import Runner
 from tests.factories import ODD_NAMES, KernelSpec, make_run_file
+from tests.shared_data import missing_reason, shared
 
-SEED_TABLE = Path("/work/shared/seeds/kernel-table-inference-fp16.txt")
+SEED_TABLE = shared("seeds", "kernel-table-inference-fp16.txt")
 SEED_LINE = re.compile(r"^.{50}\|[ \d]{11}[ \d.]{7}[ \d.]{7}$")
 
 KERNELS = (
@@ -50,7 +51,7 @@ def test_launch_table_matches_the_seed_layout(run_cli: Runner, run_path: str) ->
     assert tensor >= 0.5 and 0.1 <= dram <= 0.3
 
 
-@pytest.mark.skipif(not SEED_TABLE.exists(), reason="seed kernel table not available")
+@pytest.mark.skipif(not SEED_TABLE.exists(), reason=missing_reason(SEED_TABLE))
 def test_header_and_widths_equal_the_seed_file() -> None:
     seed = SEED_TABLE.read_text(encoding="utf-8").splitlines()
     ours = render_launch_table([]).splitlines()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from scipy import stats as sps
 
+from bench.validate.simulate import ar1
 from perfdiff.analysis.stats import (
     autocorrelation_model,
     batch_df_factor,
@@ -21,7 +22,6 @@ from perfdiff.analysis.stats import (
     paired_by_position,
     welch,
 )
-from perfdiff.analysis.validate.simulate import ar1
 
 
 def test_paired_test_without_floor_is_scipys_paired_t() -> None:

@@ -11,7 +11,7 @@ import math
 import pytest
 from scipy import stats
 
-from perfdiff.analysis.validate.criteria import (
+from bench.validate.criteria import (
     Rate,
     binomial_band,
     chance_outside_band,
@@ -23,7 +23,7 @@ from perfdiff.analysis.validate.criteria import (
     ranked_first,
     row_false_positives,
 )
-from perfdiff.analysis.validate.trials import RowDigest, TrialDigest
+from bench.validate.trials import RowDigest, TrialDigest
 
 
 def _row(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from perfdiff.analysis.validate.criteria import (
+from bench.validate.criteria import (
     Rate,
     RowFalsePositives,
     binomial_band,
@@ -28,8 +28,8 @@ from perfdiff.analysis.validate.criteria import (
     ranked_first,
     row_false_positives,
 )
-from perfdiff.analysis.validate.harness import MDE_KERNEL, CellResult
-from perfdiff.analysis.validate.trials import target_name
+from bench.validate.harness import MDE_KERNEL, CellResult
+from bench.validate.trials import target_name
 
 
 def pct(value: float, digits: int = 1) -> str:

@@ -21,6 +21,7 @@ from perfdiff.schema import run_file_to_dict, save_run_file
 from perfdiff.schema.model import RunFile
 from tests.conftest import Runner
 from tests.factories import ODD_NAMES, KernelSpec, make_run_file
+from tests.shared_data import missing_reason, shared
 
 SLOW_KERNELS = (
     KernelSpec("gemm_kernel", 1.6, {"tensor_pct": 50.0, "dram_pct": 30.0}),
@@ -243,10 +244,10 @@ def test_a_bug_exits_internal_not_regression(run_cli: Runner, inputs: dict[str, 
     ]
 
 
-LATENCYPRISM = Path("/work/shared/latencyprism/sglang/gpu_instability")
+LATENCYPRISM = shared("latencyprism", "sglang", "gpu_instability")
 
 
-@pytest.mark.skipif(not LATENCYPRISM.is_dir(), reason="LatencyPrism data not available")
+@pytest.mark.skipif(not LATENCYPRISM.is_dir(), reason=missing_reason(LATENCYPRISM))
 def test_latencyprism_folders_are_not_refused_for_their_parent_names(
         run_cli: Runner, tmp_path: Path) -> None:
     """A LatencyPrism folder has no workload name; its parent folder's name must not count."""

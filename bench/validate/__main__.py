@@ -1,4 +1,4 @@
-"""``python -m perfdiff.analysis.validate``: run the harness, print the markdown tables.
+"""``python -m bench.validate``: run the harness, print the markdown tables.
 
 Why a module entry and not a ``perfdiff`` command: this is a developer's measurement of the
 statistics, not a user workflow; it needs no CLI framework and runs where compare runs.
@@ -14,8 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from perfdiff.analysis.model import CompareOptions
-from perfdiff.analysis.validate.harness import (
+from bench.validate.harness import (
     DESIGNS,
     FIVE_RUNS,
     LAG1S,
@@ -24,8 +23,8 @@ from perfdiff.analysis.validate.harness import (
     grid,
     run_grid,
 )
-from perfdiff.analysis.validate.markdown import aa_table, criteria_table, injection_table, score
-from perfdiff.analysis.validate.realaa import (
+from bench.validate.markdown import aa_table, criteria_table, injection_table, score
+from bench.validate.realaa import (
     compare_splits,
     cycle_spread,
     halves,
@@ -36,11 +35,12 @@ from perfdiff.analysis.validate.realaa import (
     summarise,
     summary_table,
 )
+from perfdiff.analysis.model import CompareOptions
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m perfdiff.analysis.validate",
+        prog="python -m bench.validate",
         description="Measure perfdiff's statistics on simulations (and real A/A runs).",
     )
     parser.add_argument("--trials", type=int, default=200, help="draws per grid cell")
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = [
         "# perfdiff statistics validation",
         "",
-        f"Command: `python -m perfdiff.analysis.validate {' '.join(argv or sys.argv[1:])}`; "
+        f"Command: `python -m bench.validate {' '.join(argv or sys.argv[1:])}`; "
         f"Python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs, "
         f"{args.workers} workers; alpha = {options.alpha}, practical threshold "
         f"{options.practical_threshold_pct} % of cycle time, "

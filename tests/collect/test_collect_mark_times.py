@@ -23,8 +23,8 @@ from perfdiff.collect.session import CollectSettings, run_collection
 from perfdiff.collect.workloads.base import CyclePlan
 from perfdiff.markers import RecorderMarker, call_returned, set_active_recorder
 from perfdiff.schema.io import load_run_file, save_run_file
-from tests.unit.test_collect_boundary_marks import MARK_STREAM, FakeMarker
-from tests.unit.test_collect_session import (
+from tests.collect.test_collect_boundary_marks import MARK_STREAM, FakeMarker
+from tests.collect.test_collect_session import (
     ENV,
     FakeClock,
     FakeParams,

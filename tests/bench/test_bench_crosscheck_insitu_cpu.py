@@ -10,7 +10,6 @@ opened, before it closed. The workloads reach the hook unchanged (``marker.cycle
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -21,26 +20,22 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import bench.bench_crosscheck as bench_crosscheck  # noqa: E402
 from perfdiff.collect.backends import Sources  # noqa: E402
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace  # noqa: E402
 from perfdiff.collect.session import CollectSettings  # noqa: E402
 from perfdiff.collect.workloads import linalg, rmsnorm  # noqa: E402
 from perfdiff.collect.workloads.base import CyclePlan, Workload  # noqa: E402
 from perfdiff.errors import InputError  # noqa: E402
-from perfdiff.markers import set_call_timer  # noqa: E402
+from perfdiff.markers import set_active_recorder  # noqa: E402
 from perfdiff.schema.model import Environment  # noqa: E402
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "bench_crosscheck.py"
 ENV = Environment(host="h", driver_version=None, cuda_version=None, cupti_version=None,
                   torch_version=None, python_version="3.11", devices=())
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_crosscheck_insitu_cpu", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_crosscheck
 
 
 class Clock:
@@ -106,7 +101,7 @@ def _collect(workload: Workload, plan: CyclePlan) -> tuple[Any, list[Any], list[
         workload, plan, sources, ENV, CollectSettings(pm_sampling=False),
         lambda: Event(clock, made), device="cpu", extra_params={})
     assert synced  # the events are read only after a synchronize
-    assert set_call_timer(None) is None  # the timer is gone after the collection
+    assert set_active_recorder(None) is None  # no recorder left installed
     return run_file, calls, made, len(run_file.runs[0].cycles.index)
 
 
@@ -153,7 +148,7 @@ def test_an_incomplete_collection_is_refused_in_one_line() -> None:
                                    batch=1, seq="8", hidden="32")
     with pytest.raises(InputError, match="did not complete: workload raised RuntimeError"):
         _collect(Failing(params), CyclePlan(measured=1))
-    assert set_call_timer(None) is None
+    assert set_active_recorder(None) is None
 
 
 class KernelTrace(Trace):

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from perfdiff.analysis.model import CompareOptions, Comparison
-from perfdiff.analysis.validate.simulate import (
+from bench.validate.simulate import (
     Effect,
     Scenario,
     Slowdown,
@@ -25,6 +24,7 @@ from perfdiff.analysis.validate.simulate import (
     simulate_side,
     to_table,
 )
+from perfdiff.analysis.model import CompareOptions, Comparison
 
 CompareFn = Callable[[pd.DataFrame, pd.DataFrame, CompareOptions], Comparison]
 CHANGE_VERDICTS = frozenset({"slower", "faster"})
