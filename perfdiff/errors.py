@@ -36,6 +36,12 @@ class InputError(PerfdiffError):
     exit_code: ClassVar[int] = ExitCode.BAD_INPUT
 
 
+class OutputError(PerfdiffError):
+    """An output cannot be written (unwritable folder, full disk) or would replace an input."""
+
+    exit_code: ClassVar[int] = ExitCode.BAD_INPUT
+
+
 class SchemaVersionError(InputError):
     """A run file's schema major version is not one this perfdiff can read."""
 

@@ -91,6 +91,7 @@ def bench(
         compare_cases,
         select_measure,
     )
+    from perfdiff.output import write_atomic
     from perfdiff.report.bench_table import bench_view, render_markdown, render_rich
     from perfdiff.schema.io import load_run_file
 
@@ -108,7 +109,7 @@ def bench(
         changes = compare_cases(before, after, rules)
     view = bench_view(before, after, changes, rules, baseline=baseline, target=target)
     if output is not None:
-        output.write_text(render_markdown(view), encoding="utf-8")
+        write_atomic(output, render_markdown(view), inputs=runs, what="the tables")
         typer.echo(f"perfdiff: wrote {output}")
     elif sys.stdout.isatty() and not plain:
         render_rich(view, Console())

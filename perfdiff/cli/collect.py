@@ -9,7 +9,6 @@ exit code says which happened (docs/reference/exit-codes.md).
 from __future__ import annotations
 
 import shlex
-import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -180,13 +179,13 @@ def collect(
     runs: Annotated[int, _RunsOpt] = 1,
 ) -> None:
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
+    from perfdiff.cli.saving import save_recording
     from perfdiff.collect.contend import Contender
     from perfdiff.collect.pm_sampling import DEFAULT_METRICS
     from perfdiff.collect.session import CollectSettings, run_collection
     from perfdiff.collect.sources import open_sources
     from perfdiff.collect.workloads import get_workload_class
     from perfdiff.collect.workloads.base import CyclePlan, WorkloadParamError
-    from perfdiff.schema.io import save_run_file
 
     if list_workloads:
         typer.echo(_list_workloads())
@@ -252,12 +251,9 @@ def collect(
             replace(settings, exclude_streams=neighbour.excluded_streams),
             device=opened.device, extra_params=extra_params, progress=progress,
         )
-    # A second Ctrl-C must not leave a half-written file: ignore it while saving.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        path = save_run_file(outcome.run_file, output)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    path, unsaved = save_recording(outcome.run_file, output)
+    if unsaved is not None:
+        typer.echo(f"perfdiff: error: {unsaved}", err=True)
     for warning in outcome.run_file.collection.warnings:
         if warning not in opened.sources.warnings:
             typer.echo(f"perfdiff: warning: {warning}", err=True)
@@ -270,3 +266,5 @@ def collect(
             f"workload '{workload}' failed: {outcome.run_file.status.reason}; "
             f"partial run file written to {path}"
         )
+    if unsaved is not None:
+        raise typer.Exit(unsaved.exit_code)

@@ -107,15 +107,6 @@ def _name_the_side(message: str, normal_path: Path, abnormal_path: Path) -> str:
     return where + message[len("<table>"):]
 
 
-def _write_output(text: str, output: Path) -> None:
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write the report ({exc.strerror}); "
-                         "check the path and permissions") from exc
-
-
 @app.command()
 def compare(
     normal: Annotated[Path, typer.Argument(
@@ -162,6 +153,7 @@ def compare(
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
     from rich.console import Console
 
+    from perfdiff.output import write_atomic
     from perfdiff.report.gate import regressions
     from perfdiff.report.json_report import render_json
     from perfdiff.report.markdown import render_markdown
@@ -180,7 +172,7 @@ def compare(
     else:
         text = render_markdown(comparison, max_rows=rows or None)
     if output is not None:
-        _write_output(text, output)
+        write_atomic(output, text, inputs=(normal, abnormal), what="the report")
     elif output_format is OutputFormat.markdown and sys.stdout.isatty():
         render_terminal(comparison, Console())
     else:

@@ -32,7 +32,7 @@ def merge(
 
     files = [load_run_file(p) for p in inputs]
     merged = merge_run_files(files, [str(p) for p in inputs], force=force)
-    path = save_run_file(merged, output)
+    path = save_run_file(merged, output, inputs=inputs)
     ranks = sorted({r.rank for r in merged.runs if r.rank is not None})
     devices = sorted({int(d) for r in merged.runs for d in set(r.kernels.device.tolist())})
     state = "" if merged.status.state == "complete" else f" [INCOMPLETE: {merged.status.reason}]"

@@ -1,8 +1,9 @@
 """Read and write run files (.json and .json.gz), with a version gate and one-line errors.
 
 Why hand-written converters: raw dicts live only at this edge; every field is checked once
-here so that nothing downstream needs to ask "is this key there?". Writes are atomic (temp file
-in the same directory + ``os.replace``) so an interrupted collection never leaves half a file.
+here so that nothing downstream needs to ask "is this key there?". Writes go through
+``perfdiff.output`` (atomic, never over an input) so an interrupted collection never leaves half a
+file.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import gzip
 import json
 import math
 import os
-import tempfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from perfdiff.errors import InputError, SchemaVersionError
+from perfdiff.output import write_atomic
 from perfdiff.schema import numeric_json
 from perfdiff.schema.model import (
     Collection,
@@ -462,25 +463,16 @@ def _run_to_dict(run: Run) -> dict[str, Any]:
     }
 
 
-def save_run_file(run_file: RunFile, path: str | os.PathLike[str]) -> Path:
-    """Write atomically: temp file beside the target, fsync, rename. ``.gz`` suffix -> gzip."""
+def save_run_file(run_file: RunFile, path: str | os.PathLike[str], *,
+                  inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """Write through :func:`perfdiff.output.write_atomic` (atomic, never over one of
+    ``inputs``, one-line :class:`perfdiff.errors.OutputError`). ``.gz`` suffix -> gzip."""
     target = Path(path)
     payload = json.dumps(run_file_to_dict(run_file), separators=(",", ":"), allow_nan=False)
     data = payload.encode("utf-8")
     if target.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6, mtime=0)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(target, data, inputs=inputs, what="the run file")
 
 
 def empty_transfer_table() -> TransferTable:
