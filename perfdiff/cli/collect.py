@@ -123,7 +123,8 @@ class _Progress:
 
 
 _WORKLOAD_HELP = "Built-in workload: gpt-infer, train-step, ... (--list shows all)."
-_OutputOpt = typer.Option("--output", "-o", help="Run file to write (.json or .json.gz).")
+_OutputOpt = typer.Option("--output", "-o", readable=False,
+                          help="Run file to write (.json or .json.gz).")
 _ParamOpt = typer.Option("--param", "-p", help="Workload parameter KEY=VALUE (repeatable).")
 _MetricOpt = typer.Option("--metric", help="PM-sampling metric to add (repeatable).")
 _OnlyOpt = typer.Option("--only-metrics", help="--metric replaces the defaults, not adds.")

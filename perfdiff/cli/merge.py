@@ -14,8 +14,9 @@ import typer
 
 from perfdiff.cli.app import app
 
-_InputsArg = typer.Argument(help="Run files to merge (.json or .json.gz), in order.")
-_OutputOpt = typer.Option("--output", "-o", help="Merged run file to write.")
+_InputsArg = typer.Argument(readable=False,
+                             help="Run files to merge (.json or .json.gz), in order.")
+_OutputOpt = typer.Option("--output", "-o", readable=False, help="Merged run file to write.")
 _ForceOpt = typer.Option(help="Merge even when the inputs' workload names differ.")
 
 
@@ -27,6 +28,10 @@ def merge(
     force: Annotated[bool, _ForceOpt] = False,
 ) -> None:
     """Merge run files (ranks of one job, or repeated runs) into one run file."""
+    from perfdiff.inputs import require_input
+
+    for path in inputs:  # before the heavy imports: a missing file in a blink
+        require_input(path)
     from perfdiff.collect.merge import merge_run_files
     from perfdiff.schema.io import load_run_file, save_run_file
 

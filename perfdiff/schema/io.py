@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from perfdiff.errors import InputError, SchemaVersionError
+from perfdiff.inputs import require_input
 from perfdiff.output import write_atomic
 from perfdiff.schema import numeric_json
 from perfdiff.schema.model import (
@@ -62,14 +63,12 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
 
 
 def _read_json(p: Path) -> Any:
-    if not p.exists():
-        raise InputError(f"{p}: no such file; check the path (run files end in .json or .json.gz)")
-    if p.is_dir():
-        raise InputError(f"{p}: is a folder, not a run file")
+    require_input(p)
     try:
         data = p.read_bytes()
     except OSError as exc:
-        raise InputError(f"{p}: cannot read ({exc.strerror})") from exc
+        raise InputError(f"{p}: cannot be read ({exc.strerror}); check the file and its "
+                         "permissions") from exc
     if data[:2] == b"\x1f\x8b":
         try:
             data = _gunzip(data)
@@ -78,18 +77,20 @@ def _read_json(p: Path) -> Any:
                 f"{p}: gzip data is truncated or corrupt ({exc}); re-copy or re-record the file"
             ) from exc
     if not data or data.isspace():  # what `not data.strip()` says, without copying the file
-        raise InputError(f"{p}: file is empty")
+        raise InputError(f"{p}: file is empty; re-copy it or re-record the run")
     fast = numeric_json.loads(data)
     if fast is not None:
         return fast
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: not a run file (not UTF-8 text)") from exc
+        raise InputError(f"{p}: not a run file (not UTF-8 text); pass a .json or .json.gz file "
+                         "written by perfdiff") from exc
     try:
         return json.loads(text)
     except RecursionError as exc:
-        raise InputError(f"{p}: not a run file (JSON nested too deeply)") from exc
+        raise InputError(f"{p}: not a run file (JSON nested too deeply); pass a run file "
+                         "written by perfdiff") from exc
     except json.JSONDecodeError as exc:
         hint = "file is truncated" if exc.pos >= len(text.rstrip()) - 1 else "not valid JSON"
         raise InputError(
@@ -117,7 +118,8 @@ def _gunzip(data: bytes) -> bytes:
 def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
     """Validate a decoded JSON document and build the typed :class:`RunFile`."""
     if not isinstance(raw, dict):
-        raise InputError(f"{source}: not a perfdiff run file (top level is not a JSON object)")
+        raise InputError(f"{source}: not a perfdiff run file (top level is not a JSON object); "
+                         "pass a run file written by 'perfdiff collect'")
     version_text = _plain_json(raw.get("schema_version"))
     if version_text is None:
         raise InputError(
@@ -126,7 +128,8 @@ def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
         )
     version = parse_version(version_text)
     if version is None:
-        raise InputError(f"{source}: malformed schema_version {version_text!r} (expected 'M.N')")
+        raise InputError(f"{source}: malformed schema_version {version_text!r} (expected "
+                         "'M.N'); re-record it with 'perfdiff collect' or re-copy it")
     major = version[0]
     supported = ", ".join(f"{m}.x" for m in SUPPORTED_MAJORS)
     if major not in SUPPORTED_MAJORS and major not in MIGRATIONS:
@@ -142,7 +145,8 @@ def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
     try:
         return _build_run_file(raw)
     except _Malformed as exc:
-        raise InputError(f"{source}: malformed run file: {exc}") from None
+        raise InputError(f"{source}: malformed run file: {exc}; the file was damaged or not "
+                         "written by perfdiff: re-copy it or re-record the run") from None
 
 
 def _get(d: Mapping[str, Any], key: str, where: str) -> Any:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from perfdiff.analysis.entry import compare_inputs
 from perfdiff.analysis.model import CompareOptions, Comparison
-from perfdiff.cli.compare import build_comparison
 from perfdiff.schema import load_run_file
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -23,7 +23,7 @@ CONTENDED = FIXTURES / "ddp-contended-gpu1.json.gz"
 
 @pytest.fixture(scope="module")
 def comparison() -> Comparison:
-    return build_comparison(NORMAL, CONTENDED, CompareOptions())
+    return compare_inputs(NORMAL, CONTENDED, CompareOptions())
 
 
 def test_each_rank_recorded_its_own_gpu_with_pm_samples() -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from perfdiff.analysis.entry import compare_inputs
 from perfdiff.analysis.model import CompareOptions, Comparison
-from perfdiff.cli.compare import build_comparison
 from perfdiff.report.markdown import render_markdown
 from tests.shared_data import missing_reason, shared
 
@@ -67,7 +67,7 @@ def _latencyprism(scenario: str, seed_compatible: bool) -> Comparison:
 def _compare_latencyprism(folder: Path, seed_compatible: bool) -> Comparison:
     """Cached: two tests read the same seed-compatible comparison (a few seconds each)."""
     options = CompareOptions(seed_compatible=seed_compatible)
-    comparison = build_comparison(folder / "normal_perf_data", folder / "abnormal_perf_data",
+    comparison = compare_inputs(folder / "normal_perf_data", folder / "abnormal_perf_data",
                                   options)
     return _portable(comparison, LATENCYPRISM)
 
@@ -102,7 +102,7 @@ def test_gpu_fixture_reports(workload: str, update_golden: bool) -> None:
     normal, abnormal = REPO / "fixtures" / normal_name, REPO / "fixtures" / abnormal_name
     if not (normal.exists() and abnormal.exists()):
         pytest.skip(f"GPU fixtures {normal_name} / {abnormal_name} not recorded yet")
-    comparison = _portable(build_comparison(normal, abnormal, CompareOptions()), REPO)
+    comparison = _portable(compare_inputs(normal, abnormal, CompareOptions()), REPO)
     check_golden(render_markdown(comparison), f"fixtures-{workload}.md", update_golden)
 
 
@@ -114,7 +114,7 @@ def test_contended_gpt_infer_puts_gemm_and_tensor_utilisation_first() -> None:
     normal, abnormal = REPO / "fixtures" / normal_name, REPO / "fixtures" / abnormal_name
     if not (normal.exists() and abnormal.exists()):
         pytest.skip("GPU fixtures not recorded yet")
-    comparison = build_comparison(normal, abnormal, CompareOptions())
+    comparison = compare_inputs(normal, abnormal, CompareOptions())
     assert comparison.findings, "no finding for a run contended half of the time"
     first = comparison.findings[0]
     gemm_families = ("gemm", "cutlass", "nvjet")  # nvjet: cuBLASLt's Hopper GEMM kernels
@@ -127,7 +127,7 @@ def test_a_recording_against_itself_has_no_finding() -> None:
     normal = REPO / "fixtures" / FIXTURE_PAIRS["gpt-infer"][0]
     if not normal.exists():
         pytest.skip("GPU fixtures not recorded yet")
-    comparison = build_comparison(normal, normal, CompareOptions())
+    comparison = compare_inputs(normal, normal, CompareOptions())
     assert comparison.findings == ()
     assert {r.verdict for r in comparison.rows} <= {"no change", "insufficient data"}
     assert comparison.cycle_time.verdict == "no change"
