@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from perfdiff.cli.app import app
+from perfdiff.collect.settings import DEFAULT_NVML_INTERVAL_MS, DEFAULT_SAMPLE_INTERVAL_NS
 from perfdiff.errors import ExitCode, WorkloadError
 
 if TYPE_CHECKING:  # numpy behind it: imported by the collect code when it runs, not at start-up
@@ -162,8 +163,9 @@ def collect(
     metric: Annotated[list[str] | None, _MetricOpt] = None,
     only_metrics: Annotated[bool, _OnlyOpt] = False,
     sample_interval_ns: Annotated[int, typer.Option(help="PM sampling interval (ns of GPU time).")]
-    = 20_000,
-    nvml_interval_ms: Annotated[float, typer.Option(help="NVML polling interval in ms.")] = 10.0,
+    = DEFAULT_SAMPLE_INTERVAL_NS,
+    nvml_interval_ms: Annotated[float, typer.Option(help="NVML polling interval in ms.")]
+    = DEFAULT_NVML_INTERVAL_MS,
     no_pm: Annotated[bool, typer.Option("--no-pm", help="Do not PM-sample.")] = False,
     no_nvml: Annotated[bool, typer.Option("--no-nvml", help="Do not poll NVML.")] = False,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="Do not trace memcpy/memset.")]
@@ -223,8 +225,6 @@ def collect(
     mode = _contend_mode(contend_mode)
     if not contend_period_ms > 0:
         raise WorkloadParamError(f"--contend-period-ms must be positive, got {contend_period_ms}")
-    if sample_interval_ns <= 0:
-        raise WorkloadParamError(f"--sample-interval-ns must be positive, got {sample_interval_ns}")
     extra = list(metric or [])
     metrics = tuple(extra) if only_metrics else tuple(dict.fromkeys((*DEFAULT_METRICS, *extra)))
     settings = CollectSettings(

@@ -57,16 +57,16 @@ def collect_program(
     if cycle_ms is not None and cycle_range:
         raise WorkloadParamError("give --cycle-range or --cycle-ms, not both")
     backend = os.environ.get(BACKEND_ENV, "cupti")
-    if backend == "cupti" and importlib.util.find_spec("cupti") is None:
-        raise CollectorUnavailableError(
-            "cannot collect: cupti-python is not installed; install it with: "
-            "pip install 'perfdiff[collect]' (cupti-python>=13.4)"
-        )
     config = InjectConfig(
         shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms, warmup=warmup,
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
     )
+    if backend == "cupti" and importlib.util.find_spec("cupti") is None:
+        raise CollectorUnavailableError(
+            "cannot collect: cupti-python is not installed; install it with: "
+            "pip install 'perfdiff[collect]' (cupti-python>=13.4)"
+        )
     if not 0.0 <= contend <= 1.0:
         raise WorkloadParamError(f"--contend must be between 0 and 1, got {contend}")
     with Contender(contend, contend_device):

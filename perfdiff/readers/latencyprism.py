@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from perfdiff.analysis import columns as C
@@ -122,6 +123,43 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+FIX = "the export is damaged or was edited; export the LatencyPrism folder again"
+
+
+def _check_sense(conv: dict[str, pd.Series], raw: pd.DataFrame, source: str) -> None:
+    """Refuse rows no measurement can produce, naming the first (one line).
+
+    Durations and shares are non-negative and finite, a cycle lasts a positive finite time,
+    μ is finite or missing (NaN), and no function's time in a cycle exceeds the whole run of
+    that process (the sum of its cycles). Shares above 100 % and a function's time above its
+    cycle's are kept: LatencyPrism sums a function over threads (seen up to 234 % in its own
+    exports).
+    """
+    duration, anchor = conv["duration"], conv["anchor_dur_us"]
+    beta, mu = conv["beta_pct"], conv["mu_pct"]
+    checks = (
+        (~np.isfinite(duration) | (duration < 0), "duration", "is negative or not finite"),
+        (~np.isfinite(beta) | (beta < 0), "beta_pct", "is negative or not finite"),
+        (~np.isfinite(anchor) | (anchor <= 0), "anchor_dur_us", "is not a positive duration"),
+        (np.isinf(mu), "mu_pct", "is infinite"),
+    )
+    for bad, column, what in checks:
+        _refuse_first(bad.to_numpy(), raw, column, what, source)
+    cycles = pd.DataFrame({"pid": conv["pid"], "cycle": conv["cycle"], "anchor": anchor})
+    run_us = cycles.drop_duplicates(["pid", "cycle"]).groupby("pid")["anchor"].sum()
+    beyond = (duration > conv["pid"].map(run_us)).to_numpy()
+    _refuse_first(beyond, raw, "duration", "exceeds the whole run of its process (the sum of "
+                  "its cycles)", source)
+
+
+def _refuse_first(bad: np.ndarray, raw: pd.DataFrame, column: str, what: str,
+                  source: str) -> None:
+    if bad.any():
+        row = int(bad.argmax())
+        raise InputError(f"{source}: line {row + 2}: {column} {raw[column].iloc[row]!r} {what}; "
+                         f"{FIX}")
+
+
 def latencyprism_table(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> pd.DataFrame:
     """Convert LatencyPrism's rows (as read by pandas) to the cycle table."""
     numeric = ["cycle", "pid", "beta_pct", "mu_pct", "duration", "anchor_dur_us"]
@@ -135,6 +173,7 @@ def latencyprism_table(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> 
                 line = int(first_bad) + 2  # header is line 1
                 raise InputError(f"{source}: line {line}: column {name!r} is not a number")
         conv[name] = values
+    _check_sense(conv, raw, source)
     if "instances_count" in raw.columns:
         launches = pd.to_numeric(raw["instances_count"], errors="coerce").astype("float64")
     else:

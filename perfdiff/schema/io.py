@@ -38,6 +38,7 @@ from perfdiff.schema.model import (
     TransferTable,
     Workload,
 )
+from perfdiff.schema.sense import check_run_file
 from perfdiff.schema.versions import (
     CURRENT_VERSION,
     MIGRATIONS,
@@ -143,10 +144,12 @@ def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
         raw = MIGRATIONS[major](raw)
         major += 1
     try:
-        return _build_run_file(raw)
+        run_file = _build_run_file(raw)
     except _Malformed as exc:
         raise InputError(f"{source}: malformed run file: {exc}; the file was damaged or not "
                          "written by perfdiff: re-copy it or re-record the run") from None
+    check_run_file(run_file, source)
+    return run_file
 
 
 def _get(d: Mapping[str, Any], key: str, where: str) -> Any:
