@@ -1,4 +1,4 @@
-"""Load one side of a comparison: a run file (.json/.json.gz) or a LatencyPrism folder.
+"""Load one side of a comparison: a run file, a torch.profiler trace or a LatencyPrism folder.
 
 Why one loader: ``compare`` takes either kind of input for either side; everything the
 statistics need is the cycle table plus a little metadata (:class:`SideMeta`) for the report's
@@ -13,8 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 from perfdiff.analysis.cycle_table import cycle_table
-from perfdiff.analysis.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
 from perfdiff.errors import InputError
+from perfdiff.inputs import require_input
+from perfdiff.readers.dispatch import load_trace
+from perfdiff.readers.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
 
@@ -43,9 +45,13 @@ class Side:
     meta: SideMeta
 
 
-def load_side(path: str | Path) -> Side:
-    """Load a run file or a LatencyPrism ``*_perf_data`` folder (InputError on anything else)."""
-    p = Path(path)
+def load_side(path: str | Path, *, cycle_range: str | None = None) -> Side:
+    """Load a run file, a torch.profiler trace (file or folder of ranks) or a LatencyPrism
+    ``*_perf_data`` folder (InputError on anything else)."""
+    p = require_input(path, folder_ok=True)
+    converted = load_trace(p, cycle_range=cycle_range)
+    if converted is not None:
+        return side_from_run_file(converted, source=str(p))
     if p.is_file() and p.name == PERF_FILE:  # the CSV itself: take its folder
         p = p.parent
     if p.is_dir():

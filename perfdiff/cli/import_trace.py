@@ -22,30 +22,31 @@ from perfdiff.errors import InputError
 @app.command("import")
 def import_trace(
     traces: Annotated[list[Path], typer.Argument(
-        help="torch.profiler traces (.json/.json.gz, *.pt.trace.json.gz) or folders of "
-        "per-rank traces.")],
+        readable=False, help="torch.profiler traces (.json/.json.gz, *.pt.trace.json.gz) or "
+        "folders of per-rank traces.")],
     *,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Run file to write.")],
+    output: Annotated[Path, typer.Option("--output", "-o", readable=False,
+                                         help="Run file to write.")],
     cycle_range: Annotated[str | None, typer.Option(
         "--cycle-range", metavar="NAME", help="Cycles are the user_annotation "
         "(record_function) or gpu_user_annotation ranges named NAME instead of "
         "ProfilerStep#N.")] = None,
 ) -> None:
     """Convert torch.profiler (Kineto) traces into one perfdiff run file."""
+    from perfdiff.inputs import require_input
+
+    for path in traces:  # before the heavy imports: a missing file in a blink
+        require_input(path, folder_ok=True)
     from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_profiler
     from perfdiff.schema.io import save_run_file
 
     for path in traces:
-        if not path.exists():
-            raise InputError(f"{path}: no such file or folder; check the path")
         if not is_torch_profiler_input(path):
             raise InputError(f"{path}: not a torch.profiler trace (no 'traceEvents'); give "
                              "a file written by export_chrome_trace or tensorboard_trace_handler")
-        if path.resolve() == output.resolve():
-            raise InputError(f"{output}: is also an input; choose another output path")
     run_file = read_torch_profiler(traces, cycle_range=cycle_range)
     run_file = replace(run_file, created_unix_s=round(time.time(), 3))
-    written = save_run_file(run_file, output)
+    written = save_run_file(run_file, output, inputs=traces)
     kernels = sum(int(r.kernels.name_id.size) for r in run_file.runs)
     cycles = sum(int(r.cycles.index.size) for r in run_file.runs)
     ranks = [r.rank for r in run_file.runs if r.rank is not None]

@@ -73,6 +73,7 @@ def _rich_names(rows: list[NameRow], console: Console) -> None:
 @app.command()
 def kernels(
     run_file: Annotated[Path, typer.Argument(
+        readable=False,
         help="Run file (.json or .json.gz) or torch.profiler trace (file or folder).")],
     *,
     by: Annotated[ByOption, typer.Option(
@@ -96,9 +97,12 @@ def kernels(
         "fixed-width text.")] = False,
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
+    from perfdiff.inputs import require_input
+
+    require_input(run_file, folder_ok=True)  # before the heavy imports: a missing file in a blink
     from rich.console import Console
 
-    from perfdiff.readers.inputs import load_input
+    from perfdiff.readers.dispatch import load_input
     from perfdiff.report.kernel_table import (
         launch_rows,
         name_rows,

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfdiff.readers.inputs import load_input
+from perfdiff.readers.dispatch import load_input
 from perfdiff.schema.model import RunFile
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "kineto"

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfdiff.errors import InputError
-from perfdiff.readers.inputs import load_input
+from perfdiff.readers.dispatch import load_input
 from perfdiff.readers.torch_profiler import (
     is_torch_profiler_input,
     ns_to_us_text,

@@ -15,7 +15,7 @@ import pytest
 
 from perfdiff.analysis.sides import side_from_run_file
 from perfdiff.errors import InputError
-from perfdiff.readers.inputs import load_input
+from perfdiff.readers.dispatch import load_input
 from perfdiff.readers.torch_profiler import read_torch_profiler
 from tests.readers.kineto_reference import reference_step_totals
 
