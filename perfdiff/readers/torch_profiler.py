@@ -56,6 +56,7 @@ from perfdiff.schema.model import (
     TransferTable,
 )
 from perfdiff.schema.model import Workload as WorkloadInfo
+from perfdiff.schema.sense import check_run_file
 from perfdiff.schema.versions import CURRENT_VERSION
 
 SOURCE_NAME = "torch_profiler"  # Collection.sources entry that marks a converted trace
@@ -297,7 +298,9 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
     if not files:
         raise InputError("no torch.profiler trace given")
     parts = [_read_one(p, cycle_range) for p in files]
-    return _assemble(parts, [str(p) for p in files], cycle_range)
+    run_file = _assemble(parts, [str(p) for p in files], cycle_range)
+    check_run_file(run_file, ", ".join(str(p) for p in files))  # the run-file rules, once
+    return run_file
 
 
 def _read_one(path: Path, cycle_range: str | None) -> _RankData:
