@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -47,6 +48,10 @@ from hta.trace_diff import TraceDiff
 comp = TraceDiff.compare_traces(sys.argv[1], sys.argv[2])
 print(len(comp))
 """
+HTA_FLOOR = "import logging; from hta.trace_diff import TraceDiff"
+PERFDIFF_FLOOR = ("import perfdiff.cli.app, perfdiff.cli.commands, perfdiff.analysis.entry, "
+                  "perfdiff.report.markdown, perfdiff.report.json_report, "
+                  "perfdiff.readers.torch_profiler")
 HTA_GPU_TOTALS = """
 import sys, json, logging
 logging.disable(logging.WARNING)
@@ -65,10 +70,11 @@ print(json.dumps(out))
 """
 
 
-def timed(cmd: list[str]) -> tuple[float, float, str]:
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall seconds, peak RSS (MiB) and stdout of a child process."""
     start = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True,
+                          env=env)
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-2000:]}")
@@ -117,6 +123,14 @@ def main() -> int:
     args = parser.parse_args()
     py = sys.executable
     results: dict[str, Any] = {}
+    # the floor: interpreter start and imports, before either tool reads a byte
+    floors = {tool: [timed([py, "-c", code]) for _ in range(args.repeat)]
+              for tool, code in (("hta", HTA_FLOOR), ("perfdiff", PERFDIFF_FLOOR))}
+    results["floor"] = {tool: {"seconds": [r[0] for r in runs], "peak_mib": [r[1] for r in runs]}
+                        for tool, runs in floors.items()}
+    print("floor (start + imports): " + ", ".join(
+        f"{tool} {min(r[0] for r in runs):.2f} s {max(r[1] for r in runs):.0f} MiB"
+        for tool, runs in floors.items()))
     print("| pair | HTA s | HTA MiB | perfdiff s | perfdiff MiB | speed-up | memory ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -145,7 +159,11 @@ def main() -> int:
                 "perfdiff_seconds": [r[0] for r in pd_],
                 "perfdiff_peak_mib": [r[1] for r in pd_],
             }
-            _, _, hta_out = timed([py, "-c", HTA_GPU_TOTALS, str(control_dir), str(test_dir)])
+            # HTA rounds ns-resolution times (ts up, end down: up to 2 us less per kernel)
+            # unless told not to; the totals check compares unrounded sums
+            exact = {**os.environ, "HTA_DISABLE_NS_ROUNDING": "1"}
+            _, _, hta_out = timed([py, "-c", HTA_GPU_TOTALS, str(control_dir), str(test_dir)],
+                                  env=exact)
             hta_totals = json.loads(hta_out)
             entry["totals_check"] = {
                 side: check_totals(hta_totals[side], path)
@@ -153,7 +171,7 @@ def main() -> int:
             }
             results[name] = entry
     for name, entry in results.items():
-        for side, check in entry["totals_check"].items():
+        for side, check in entry.get("totals_check", {}).items():
             print(f"{name} {side}: HTA step {check['step']}: {check['names']} names, "
                   f"{check['same_names']=}, {check['same_counts']=}, max |diff| "
                   f"{check['max_abs_diff_us']:.3f} us, perfdiff steps {check['perfdiff_steps']}")
