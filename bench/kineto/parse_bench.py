@@ -5,8 +5,10 @@ child) is its own; the time is the parse alone (the gzip inflate is done before 
 starts and is the same for all). What each parser does:
 - ``json``, ``orjson``, ``msgspec-any``: the whole document into Python dicts/lists;
 - ``ijson``: streams ``traceEvents`` and keeps the GPU and launch events only (yajl2_c backend);
-- ``msgspec-typed``: perfdiff's reader structs (``perfdiff.readers.torch_profiler``): every
-  event as a small struct, ``ts``/``dur``/``args`` kept as raw slices;
+- ``msgspec-typed``: msgspec with a typed struct per event (category, name, ids, ``ts``/``dur``
+  as raw slices, the args perfdiff reads), every event decoded (perfdiff's first design);
+- ``msgspec-raw``: perfdiff's first pass: ``traceEvents`` as raw slices of the file (no copy),
+  each looked at for its category only, the GPU/launch/annotation events decoded as structs;
 - ``perfdiff-reader``: the whole reader (decode, filter, columns, cycles) -> RunFile.
 
 Usage: python bench/kineto/parse_bench.py [--repeat N] [FILE...]   (default: HTA's trace_diff
@@ -26,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = [ROOT.parent / "shared/kineto/hta/trace_diff/control/control.json.gz",
            ROOT.parent / "shared/kineto/hta/trace_diff/test/test.json.gz"]
-PARSERS = ["json", "orjson", "msgspec-any", "ijson", "msgspec-typed", "perfdiff-reader"]
+PARSERS = ["json", "orjson", "msgspec-any", "ijson", "msgspec-typed", "msgspec-raw",
+           "perfdiff-reader"]
 KEEP = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "user_annotation"}
 
 
@@ -54,9 +57,18 @@ def child(parser: str, path: str) -> None:
                 if e.get("cat") in KEEP]
         events = len(kept)
     elif parser == "msgspec-typed":
+        import msgspec
+
         from perfdiff.readers import torch_profiler as tp
 
-        events = len(tp._TRACE_DECODER.decode(data).traceEvents)
+        trace_type = msgspec.defstruct("Trace", [("traceEvents", list[tp._Event])], gc=False)
+        events = len(msgspec.json.Decoder(trace_type).decode(data).traceEvents)
+    elif parser == "msgspec-raw":
+        from perfdiff.readers import torch_profiler as tp
+
+        trace = tp._TRACE_DECODER.decode(data)
+        counted: dict[tuple[str, str], int] = {}
+        events = sum(1 for _ in tp._kept_events(trace.traceEvents, counted))
     else:
         from perfdiff.readers.torch_profiler import read_torch_profiler
 

@@ -205,13 +205,6 @@ def us_texts_to_ns(texts: Sequence[bytes]) -> IntArray:
     return out
 
 
-def ns_to_us_text(ns: int) -> str:
-    """Integer ns -> microseconds with three decimals, as Kineto writes them (tests, docs)."""
-    sign = "-" if ns < 0 else ""
-    whole, frac = divmod(abs(ns), _NS_PER_US)
-    return f"{sign}{whole}.{frac:03d}"
-
-
 # ----------------------------------------------------------------------------- detection
 
 
@@ -871,7 +864,6 @@ __all__ = [
     "WORKLOAD_NAME",
     "is_torch_profiler_input",
     "is_trace_file",
-    "ns_to_us_text",
     "read_torch_profiler",
     "trace_files_in",
     "us_text_to_ns",

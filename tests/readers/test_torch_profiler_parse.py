@@ -20,13 +20,19 @@ from perfdiff.errors import InputError
 from perfdiff.readers.dispatch import load_input
 from perfdiff.readers.torch_profiler import (
     is_torch_profiler_input,
-    ns_to_us_text,
     read_torch_profiler,
     us_text_to_ns,
     us_texts_to_ns,
 )
 
 MAX_NS = 2**62
+
+
+def ns_to_us_text(ns: int) -> str:
+    """Integer ns -> microseconds with three decimals, as Kineto writes them."""
+    sign = "-" if ns < 0 else ""
+    whole, frac = divmod(abs(ns), 1000)
+    return f"{sign}{whole}.{frac:03d}"
 
 
 @given(st.integers(min_value=-MAX_NS, max_value=MAX_NS))
