@@ -189,3 +189,19 @@ def test_a_run_file_is_not_taken_for_a_trace(tmp_path: Path) -> None:
     assert not is_torch_profiler_input(path)
     with pytest.raises(InputError, match=r"--cycle-range applies to torch\.profiler traces"):
         load_input(path, cycle_range="step")
+
+
+def test_hardware_counter_samples_become_pm_series(tmp_path: Path) -> None:
+    metric = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
+    counters = [{"ph": "C", "cat": "hardware_counters", "name": "PM", "pid": 0, "tid": 0,
+                 "ts": 1000.0 * i + 500.0, "args": {metric: 10.0 * i, "label": "x"}}
+                for i in range(4)]
+    events = [*_steps(3), *[e for i in range(3) for e in _launched(i)], *counters]
+    run_file = read_torch_profiler([_write(tmp_path, _trace(events))])
+    (series,) = run_file.runs[0].metrics
+    assert (series.name, series.unit, series.source, series.device) == (
+        metric, "pct", "pm_sampling", 0)
+    assert series.timestamps_ns.tolist() == [500_000, 1_500_000, 2_500_000, 3_500_000]
+    assert series.values.tolist() == [0.0, 10.0, 20.0, 30.0]
+    assert series.interval_ns == 1_000_000
+    assert run_file.collection.metrics == (metric,)
