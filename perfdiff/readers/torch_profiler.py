@@ -19,10 +19,11 @@ Mapping (docs/reference/run-file.md has the table):
   absolute microsecond time with nanosecond decimals has 19 significant digits, which a float
   (15.9) cannot hold.
 
-Why msgspec with typed structs (bench/kineto, bench/README.md): it is the fastest decoder we
-measured and it never builds the fields we do not declare; ``ts``, ``dur`` and ``args`` stay
-raw byte slices until an event is kept, so CPU-side events (``cpu_op``, ``python_function``,
-flows) cost one small struct each and are dropped in the first pass.
+Why msgspec (bench/kineto, bench/README.md): it was the fastest decoder measured, and it can
+leave each event a raw slice of the file: only an event's category is decoded, then only GPU,
+launch and annotation events are decoded as typed structs (undeclared fields never built), so
+CPU-side events (``cpu_op``, ``python_function``, flows) cost one short-lived slice each and
+memory follows the GPU events.
 """
 
 from __future__ import annotations
@@ -132,15 +133,11 @@ class _CounterEvent(msgspec.Struct, gc=False):
     args: dict[str, Any] | None = None
 
 
-class _CounterTrace(msgspec.Struct, gc=False):
-    traceEvents: list[_CounterEvent]
-
-
 _TRACE_DECODER = msgspec.json.Decoder(_Trace)
 _KIND_DECODER = msgspec.json.Decoder(_Kind)
 _EVENT_DECODER = msgspec.json.Decoder(_Event)
 _KEPT_CATEGORIES = GPU_CATEGORIES | LAUNCH_CATEGORIES | RANGE_CATEGORIES
-_COUNTER_DECODER = msgspec.json.Decoder(_CounterTrace)
+_COUNTER_DECODER = msgspec.json.Decoder(_CounterEvent)
 _ANY = msgspec.json.Decoder()
 
 
@@ -297,11 +294,9 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
 
 
 def _read_one(path: Path, cycle_range: str | None) -> _RankData:
-    data = _file_bytes(path)
-    trace = _decode(path, data)
-    has_counters = b'"hardware_counters"' in data
+    trace = _decode(path, _file_bytes(path))
     try:
-        return _convert(trace, cycle_range, data if has_counters else None)
+        return _convert(trace, cycle_range)
     except _Bad as exc:
         raise InputError(f"{path}: {exc}") from None
 
@@ -398,10 +393,10 @@ def _distributed(raw: msgspec.Raw) -> tuple[int | None, int | None]:
 
 
 def _kept_events(raws: list[msgspec.Raw], counted: dict[tuple[str, str], int],
-                 ) -> Iterator[_Event]:
+                 counters: list[msgspec.Raw]) -> Iterator[_Event]:
     """The GPU, launch and annotation events, decoded; every other event is looked at only
     for its category and phase, which ``counted`` tallies (CPU ops, Python functions and
-    flows are most of a trace)."""
+    flows are most of a trace); ``hardware_counters`` samples go to ``counters`` as they are."""
     kind_of = _KIND_DECODER.decode
     event_of = _EVENT_DECODER.decode
     try:
@@ -412,6 +407,8 @@ def _kept_events(raws: list[msgspec.Raw], counted: dict[tuple[str, str], int],
             else:
                 key = (kind.cat, kind.ph)
                 counted[key] = counted.get(key, 0) + 1
+                if key == (COUNTER_CATEGORY, "C"):
+                    counters.append(raw)
     except msgspec.ValidationError as exc:
         raise _Bad(f"malformed trace event ({exc})") from None
 
@@ -497,8 +494,7 @@ class _Ranges:
     device: list[int] = field(default_factory=list)
 
 
-def _convert(trace: _Trace, cycle_range: str | None, data_for_counters: bytes | None = None,
-             ) -> _RankData:
+def _convert(trace: _Trace, cycle_range: str | None) -> _RankData:
     base_text = _version_text(trace.baseTimeNanoseconds)
     try:
         base_ns = int(base_text) if base_text is not None else 0
@@ -511,7 +507,8 @@ def _convert(trace: _Trace, cycle_range: str | None, data_for_counters: bytes | 
     ranges = _Ranges()
     cpu_pids: dict[int, int] = {}
     counted: dict[tuple[str, str], int] = {}
-    for event in _kept_events(trace.traceEvents, counted):
+    counter_raws: list[msgspec.Raw] = []
+    for event in _kept_events(trace.traceEvents, counted, counter_raws):
         cat = event.cat
         if cat in GPU_CATEGORIES:
             if event.ph == "X":
@@ -529,7 +526,6 @@ def _convert(trace: _Trace, cycle_range: str | None, data_for_counters: bytes | 
             ranges.ts.append(bytes(event.ts))
             ranges.dur.append(bytes(event.dur) or b"0")
             ranges.device.append(event.pid if isinstance(event.pid, int) else -1)
-    counters = counted.get((COUNTER_CATEGORY, "C"), 0)
     profiler_ranges = sum(n for (cat, _), n in counted.items() if cat == "cuda_profiler_range")
     del trace.traceEvents[:]  # CPU-side events are not needed past this point
     if not kernels.name and not copies.name and not sets.name:
@@ -555,8 +551,8 @@ def _convert(trace: _Trace, cycle_range: str | None, data_for_counters: bytes | 
                      cpu_pids)
     metrics: tuple[MetricSeries, ...] = ()
     interval = 0
-    if counters and data_for_counters is not None:
-        metrics, interval = _counter_series(data_for_counters, base_ns)
+    if counter_raws:
+        metrics, interval = _counter_series(counter_raws, base_ns)
         run = replace(run, metrics=metrics)
     props = _device_properties(trace.deviceProperties)
     used = sorted(set(kernels.device) | set(copies.device) | set(sets.device))
@@ -720,15 +716,16 @@ def _transfers(table: tuple[_Columns, IntArray, IntArray, IntArray, IntArray],
     )
 
 
-def _counter_series(data: bytes, base_ns: int) -> tuple[tuple[MetricSeries, ...], int]:
-    """``hardware_counters`` samples (one event per sample, metric -> value in its args).
-
-    A second decode of the file, with args kept as dicts: only traces that have counter
-    samples pay for it.
-    """
+def _counter_series(raws: list[msgspec.Raw],
+                    base_ns: int) -> tuple[tuple[MetricSeries, ...], int]:
+    """``hardware_counters`` samples (one event per sample, metric -> value in its args)."""
     samples: dict[tuple[str, int], list[tuple[int, float]]] = {}
-    for event in _COUNTER_DECODER.decode(data).traceEvents:
-        if event.cat != COUNTER_CATEGORY or event.ph != "C" or not event.args:
+    for raw in raws:
+        try:
+            event = _COUNTER_DECODER.decode(raw)
+        except msgspec.ValidationError as exc:
+            raise _Bad(f"malformed hardware_counters sample ({exc})") from None
+        if not event.args:
             continue
         try:
             when = base_ns + us_text_to_ns(event.ts)
