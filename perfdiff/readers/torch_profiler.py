@@ -590,7 +590,8 @@ def _cycles(ranges: list[tuple[str, str, int, int, int]], cycle_range: str | Non
         if not steps:
             raise _Bad("no ProfilerStep#N ranges (call prof.step() each iteration under a "
                        "torch.profiler schedule), so there are no cycles; pass --cycle-range "
-                       "NAME to take a user_annotation/record_function range as the cycle")
+                       "NAME to take a user_annotation/record_function range as the cycle"
+                       + _range_hint(ranges))
         steps = _unique_steps(steps, warnings)
         return _CycleSpans([s[0] for s in steps], [s[1] for s in steps], [s[2] for s in steps],
                            "ProfilerStep", False, []), "launch"
@@ -604,9 +605,21 @@ def _cycles(ranges: list[tuple[str, str, int, int, int]], cycle_range: str | Non
     if gpu:
         return _CycleSpans(list(range(len(gpu))), [g[0] for g in gpu], [g[1] for g in gpu],
                            cycle_range, True, [g[2] for g in gpu]), "gpu"
-    known = sorted({name for cat, name, *_ in ranges if not STEP_PATTERN.match(name)})
-    hint = f" (ranges in this trace: {', '.join(known[:8])})" if known else ""
-    raise _Bad(f"no user_annotation or gpu_user_annotation range named {cycle_range!r}{hint}")
+    raise _Bad(f"no user_annotation or gpu_user_annotation range named {cycle_range!r}"
+               + _range_hint(ranges))
+
+
+def _range_hint(ranges: list[tuple[str, str, int, int, int]]) -> str:
+    """The most frequent range names of the trace, for the one-line error."""
+    counts: dict[str, int] = {}
+    for _, name, *_ in ranges:
+        if not STEP_PATTERN.match(name):
+            counts[name] = counts.get(name, 0) + 1
+    names = sorted(counts, key=lambda n: (-counts[n], n))[:5]
+    if not names:
+        return ""
+    return " (ranges in this trace, most frequent first: " + ", ".join(
+        f"{n[:60]!r} x{counts[n]}" for n in names) + ")"
 
 
 def _unique_steps(steps: list[tuple[int, int, int]],
