@@ -194,3 +194,14 @@ def test_import_writes_a_run_file_with_provenance(tmp_path: Path, run_cli: objec
     assert saved.strings == direct.strings
     code, _, err = run_cli("import", str(out), "-o", str(tmp_path / "x.json.gz"))  # type: ignore[operator]
     assert code == 3 and "not a torch.profiler trace" in err
+
+
+def test_merge_and_kernels_take_traces(tmp_path: Path, run_cli: object) -> None:
+    _need_shared()
+    ranks = [HTA / f"trace_filter/sampled_rank-{r}.json.gz" for r in (0, 1)]
+    out = tmp_path / "job.json.gz"
+    code, stdout, _ = run_cli("merge", *map(str, ranks), "-o", str(out))  # type: ignore[operator]
+    assert code == 0 and "ranks [0, 1], devices GPU 0, GPU 1" in stdout
+    code, stdout, _ = run_cli("kernels", "--by", "name", "--plain",  # type: ignore[operator]
+                              str(HTA / "trace_filter"))
+    assert code == 0 and "| Kernel" in stdout
