@@ -15,10 +15,13 @@ for an iteration to begin; then the lowest name id, so the answer is determinist
 
 Noise: a program may launch an extra kernel now and then (a logging step's ``.item()``, a
 lazily built cache). A segment still counts as equal when the common segment is a
-subsequence of it, or it of the common segment, and their lengths differ by at most
-``max(2, period // 20)`` launches. Segments are compared through an order-sensitive hash
-computed with prefix sums (wrapping uint64 arithmetic), so scoring every name costs O(n)
-in all; only segments of nearly the right length that differ are compared launch by launch.
+subsequence of it, or it of the common segment, their lengths differ by at most
+``max(2, period // 20)`` launches, and that variant is rare (the common segment is at least
+``NOISE_RARITY`` times as frequent): a variant that comes back every iteration is structure,
+such as the head's segment of a per-layer anchor, and must not count as a repetition.
+Segments are compared through an order-sensitive hash computed with prefix sums (wrapping
+uint64 arithmetic), so scoring every name costs O(n) in all; only segments of nearly the
+right length that differ are compared launch by launch.
 
 API: :func:`detect_period` takes the sequence of kernel-name ids in launch order (optionally
 the launch times) and returns a :class:`Period`: ``found``, the period in launches, the
@@ -41,6 +44,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 MIN_CYCLES = 3  # fewer matching iterations than this is not a repetition worth comparing
 MIN_SHARE = 0.5  # at least half of all launches must lie in matching cycles
+NOISE_RARITY = 4  # a variant segment is noise when the pattern is at least 4x as common
 
 _BASE = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
 _BASE_INV = pow(_BASE, -1, 1 << 64)
@@ -200,7 +204,8 @@ def _score_anchor(
     ends = positions[1:]
     lengths = ends - starts
     hashes = (prefix[ends] - prefix[starts]) * inverse[starts]
-    keys, first, counts = np.unique(hashes, return_index=True, return_counts=True)
+    keys, first, inverse_key, counts = np.unique(hashes, return_index=True, return_inverse=True,
+                                                 return_counts=True)
     # the most common segment; among equally common ones the shortest (noise only adds)
     best = min(range(keys.size), key=lambda i: (-int(counts[i]), int(lengths[first[i]]),
                                                 int(first[i])))
@@ -210,7 +215,10 @@ def _score_anchor(
     period = int(lengths[ref_at])
     matches = hashes == keys[best]
     tolerance = max(2, period // 20)
-    near = np.flatnonzero(~matches & (np.abs(lengths - period) <= tolerance))
+    # noise is occasional: a variant as common as a quarter of the pattern is structure (the
+    # segment of a per-layer anchor that holds the head), not an extra kernel now and then
+    rare = counts[inverse_key.reshape(-1)] * NOISE_RARITY <= counts[best]
+    near = np.flatnonzero(~matches & rare & (np.abs(lengths - period) <= tolerance))
     if near.size:
         reference = seq[starts[ref_at]:ends[ref_at]].tolist()
         for j in near.tolist():

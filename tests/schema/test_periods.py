@@ -137,3 +137,16 @@ def test_random_sequence_says_why() -> None:
 def test_times_must_match_launches() -> None:
     with pytest.raises(ValueError, match="3 launch times for 20 launches"):
         detect_period(np.arange(20) % 4, np.arange(3))
+
+
+def test_head_segment_every_iteration_is_structure_not_noise() -> None:
+    """Short layers: the head segment of a per-layer anchor is within the noise tolerance in
+    length, but it comes back every iteration, so the layer is not taken for the period."""
+    layer = [10, 11, 12]
+    step = layer * 4 + [13]
+    seq: list[int] = []
+    for i in range(20):
+        seq += step + ([14] if i % 7 == 3 else [])
+    period = detect_period(np.asarray(seq))
+    assert period.found and period.period_launches == 13
+    assert period.matches.sum() >= 18
