@@ -185,6 +185,10 @@ class AnchorFunction:
             why = self.problem
         elif self.resolved is None:
             why = f"module {self.module_name} was never imported"
+        if self.module_name == "__main__":
+            why += (" (a function of the script itself is defined after perfdiff looks for "
+                    "it: name a module the script imports, or run it as python -c 'import "
+                    "script; script.main()' and name script:FUNCTION)")
         else:
             why = f"it was never called (watched {self.resolved})"
         return (f"--cycle-function {self.spec} marked no cycles in pid {pid}: {why}; check "
