@@ -97,8 +97,12 @@ def compare_tables(
     check_comparable(metas[0], metas[1], force=opts.force)
     abnormal_aligned, pid_note = align_pids(tables[0], tables[1])
     tables = (tables[0], abnormal_aligned)
-    comparable = cycles_comparable(tables[0], tables[1])
-    notes = list(_notes(tables, metas, comparable))
+    same_cut = cycles_comparable(tables[0], tables[1])
+    # fixed windows with no unit of work: their length is not a cycle time (window_work.py)
+    comparable = same_cut and not any(m.window is not None and not m.window.unit for m in metas)
+    notes = [m.window.note(label) for m, label in zip(metas, labels, strict=True)
+             if m.window is not None]
+    notes += _notes(tables, metas, same_cut)
     if pid_note:
         notes.append(pid_note)
     if opts.seed_compatible:
