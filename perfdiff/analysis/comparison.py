@@ -27,6 +27,7 @@ from perfdiff.analysis import columns as C
 from perfdiff.analysis.collectives import collective_note
 from perfdiff.analysis.findings import CHANGE, abs0, key_findings, rank_rows
 from perfdiff.analysis.inventory import inventory_changes, present_functions
+from perfdiff.analysis.launch_changes import launch_changes
 from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
@@ -155,6 +156,7 @@ def compare_tables(
         options=opts,
         mde_pct=mde_pct,
         notes=tuple(notes),
+        launch_changes=tuple(launch_changes(tables)) if comparable else (),
     )
 
 
