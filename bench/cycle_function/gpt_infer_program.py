@@ -4,6 +4,8 @@ MODE says how a step is marked, the loop is otherwise identical:
   nvtx      ``with torch.cuda.nvtx.range("step"): step()``  (collect with --cycle-range step)
   function  ``step()``   (--cycle-function gpt_infer_program:step)
   found     ``step()``   (no option: detected period)
+  cycle     ``with perfdiff.cycle(): step()``                (no option: the program's marks)
+  windows   ``step()``   (--cycle-ms 50)
 The program times its own measured steps (after --warm) with perf_counter and prints them as
 one JSON line; ``step()`` ends with the host copy of the next tokens, as gpt-infer does.
 usage: python -c "import gpt_infer_program as g; g.main()" MODE [--steps 300] [--warm 30]
@@ -19,6 +21,7 @@ import time
 
 import torch
 
+import perfdiff
 from perfdiff.collect.workloads.gpt_infer import GptInfer, GptInferParams
 
 _workload = GptInfer(GptInferParams())
@@ -30,17 +33,21 @@ def step() -> object:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["nvtx", "function", "found"])
+    ap.add_argument("mode", choices=["nvtx", "function", "found", "cycle", "windows"])
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warm", type=int, default=30)
     a = ap.parse_args()
     _workload.setup("cuda")
     nvtx = a.mode == "nvtx"
+    marks = a.mode == "cycle"
     times = []
     for i in range(a.warm + a.steps):
         t0 = time.perf_counter()
         if nvtx:
             with torch.cuda.nvtx.range("step"):
+                step()
+        elif marks:
+            with perfdiff.cycle():
                 step()
         else:
             step()

@@ -6,7 +6,8 @@
 #   generate unmodified model.generate loop, with --cycle-function ...GenerationMixin.generate
 #            and with no option (detected period or the warning)
 #   bench    --cycle-function vs NVTX marks (and no option) on gpt-infer as a user program,
-#            interleaved, 4 rounds (bench/cycle_function/)
+#            interleaved, 4 rounds (bench/cycle_function/); BENCH_MODES (default
+#            "nvtx function found"; also "cycle", "windows") and BENCH_ROUNDS pick them
 # usage (repo root, perfdiff and cupti-python importable): OUT=/tmp/out bash scripts/gpu/cycles_check.sh [STEP...]
 # Fixtures come back under $OUT/fixtures/, reports and bench lines in $OUT/extra.tar.gz.
 set -uo pipefail
@@ -48,11 +49,12 @@ step_generate() {
 
 step_bench() {
   local dir=bench/cycle_function
-  for round in 1 2 3 4; do
-    for mode in nvtx function found; do
+  for round in $(seq "${BENCH_ROUNDS:-4}"); do
+    for mode in ${BENCH_MODES:-nvtx function found}; do
       local opt=()
       [ "$mode" = nvtx ] && opt=(--cycle-range step)
       [ "$mode" = function ] && opt=(--cycle-function gpt_infer_program:step)
+      [ "$mode" = windows ] && opt=(--cycle-ms 50)
       say "bench round $round mode $mode"
       (cd "$dir" && timeout 120 "${PD[@]}" collect --no-pm --no-nvml -q -o "/tmp/bench-$mode-$round.json.gz" \
         "${opt[@]}" -- "$PY" -c "import gpt_infer_program as g; g.main()" "$mode") 2>&1 | tee -a "$LOG" | grep -E "BENCH|wrote|warning" | tee -a "$OUT/extra/bench.txt"
