@@ -185,12 +185,12 @@ class AnchorFunction:
             why = self.problem
         elif self.resolved is None:
             why = f"module {self.module_name} was never imported"
+        else:
+            why = f"it was never called (watched {self.resolved})"
         if self.module_name == "__main__":
             why += (" (a function of the script itself is defined after perfdiff looks for "
                     "it: name a module the script imports, or run it as python -c 'import "
                     "script; script.main()' and name script:FUNCTION)")
-        else:
-            why = f"it was never called (watched {self.resolved})"
         return (f"--cycle-function {self.spec} marked no cycles in pid {pid}: {why}; check "
                 "the name (MODULE:QUALNAME of the function called once per iteration), or "
                 "use --cycle-range or --cycle-ms; every kernel is kept, outside any cycle")
@@ -211,7 +211,9 @@ def _lookup(owner: Any, name: str) -> Any:
             if name in vars(klass):
                 return vars(klass)[name]
     if not hasattr(owner, name):
-        raise AttributeError(f"{getattr(owner, '__qualname__', owner)!s}.{name}")
+        where = getattr(owner, "__qualname__", owner)
+        prefix = "" if isinstance(owner, ModuleType) else f"{where}."
+        raise AttributeError(f"{prefix}{name}")
     return getattr(owner, name)
 
 

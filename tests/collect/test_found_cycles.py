@@ -275,3 +275,16 @@ def test_detected_period_on_repeating_names(tmp_path: Path) -> None:
     names = [rf.strings[int(i)].mangled for i in run.kernels.name_id]
     outside = {n for n, c in zip(names, run.kernels.cycle.tolist(), strict=True) if c < 0}
     assert {"load_weights", "save"} <= outside
+
+
+def test_cycle_function_of_the_script_itself_says_how_to_name_it(tmp_path: Path) -> None:
+    proc, rf = collect(tmp_path, """
+    def step(i):
+        launch(f"i{i}_k", 0.01)
+    for i in range(3):
+        step(i)
+    """, "--cycle-function", "__main__:step")
+    assert proc.returncode == 0, proc.stderr
+    assert rf is not None
+    (warning,) = [w for w in rf.collection.warnings if "--cycle-function" in w]
+    assert "__main__ has no step" in warning and "python -c 'import script" in warning
