@@ -95,14 +95,14 @@ def compare_tables(
                 f"{meta.source}: the {label} side has no measured cycles (all warm-up or empty); "
                 "record more cycles"
             )
-    check_comparable(metas[0], metas[1], force=opts.force)
+    forced_notes = check_comparable(metas[0], metas[1], force=opts.force)
     abnormal_aligned, pid_note = align_pids(tables[0], tables[1])
     tables = (tables[0], abnormal_aligned)
     same_cut = cycles_comparable(tables[0], tables[1])
     # fixed windows with no unit of work: their length is not a cycle time (window_work.py)
     comparable = same_cut and not any(m.window is not None and not m.window.unit for m in metas)
-    notes = [m.window.note(label) for m, label in zip(metas, labels, strict=True)
-             if m.window is not None]
+    notes = [*forced_notes, *(m.window.note(label) for m, label in zip(metas, labels, strict=True)
+                              if m.window is not None)]
     notes += _notes(tables, metas, same_cut)
     if pid_note:
         notes.append(pid_note)
@@ -155,7 +155,7 @@ def compare_tables(
         test_unit=unit,
         options=opts,
         mde_pct=mde_pct,
-        notes=tuple(notes),
+        notes=tuple(dict.fromkeys(notes)),
         launch_changes=tuple(launch_changes(tables)) if comparable else (),
     )
 
@@ -180,10 +180,10 @@ def _notes(
     comparable: bool,
 ) -> list[str]:
     notes: list[str] = []
-    if not comparable:
-        notes.append(cut_differently_note(tables[0], tables[1]))
     for meta in metas:
         notes.extend(meta.warnings)
+    if not comparable:
+        notes.append(cut_differently_note(tables[0], tables[1]))
     for table, label in zip(tables, ("normal", "abnormal"), strict=True):
         pids = sorted(set(table[C.PID]))
         if len(pids) > 1:
