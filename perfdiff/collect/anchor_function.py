@@ -17,7 +17,8 @@ How the function is watched, so that every other function pays nothing:
   (a bound method taken before perfdiff resolved it, ``super().generate``). An exception that
   leaves the function is seen through the PY_UNWIND event, which ``sys.monitoring`` allows
   only globally: its callback runs when any frame unwinds (exceptions only, rare in a loop)
-  and returns at once for other code objects.
+  and returns at once for other code objects. Tool ids 3 and 4 only (the others are named
+  for debuggers, coverage, profilers and optimizers); with both taken, the 3.11 way is used.
 - Python 3.11: the attribute is replaced by a wrapper (one extra Python call per call of that
   function only). Callers that took a reference before the module finished importing keep
   the original; the warning at the end says when no call was seen.
@@ -42,6 +43,7 @@ from perfdiff.collect.nvtx_cycles import when_imported
 from perfdiff.markers import CycleRecorder
 
 _TOOL_NAME = "perfdiff-cycle-function"
+_FREE_TOOL_IDS = (4, 3)  # sys.monitoring ids with no assigned role
 
 
 class CycleFunctionError(ValueError):
@@ -134,17 +136,19 @@ class AnchorFunction:
         code = inspect.unwrap(func).__code__
         self.code = code
         self.resolved = f"{code.co_filename}:{code.co_firstlineno}"
-        if hasattr(sys, "monitoring"):
-            self._monitor(code)
-        else:
+        if not (hasattr(sys, "monitoring") and self._monitor(code)):
             setattr(owner, attr, _wrapped(raw, self))
 
-    def _monitor(self, code: CodeType) -> None:
+    def _monitor(self, code: CodeType) -> bool:
+        """Watch ``code`` through ``sys.monitoring``; False when no tool id is free.
+
+        Only ids 3 and 4 are tried: 0, 1, 2 and 5 are named for debuggers, coverage,
+        profilers and optimizers, and a tool that later asks for its own id must get it.
+        """
         mon: Any = getattr(sys, "monitoring")  # noqa: B009 (3.12+; mypy checks for 3.11)
-        tool = next((t for t in range(5, 0, -1) if mon.get_tool(t) is None), None)
+        tool = next((t for t in _FREE_TOOL_IDS if mon.get_tool(t) is None), None)
         if tool is None:
-            self.problem = "every sys.monitoring tool id is taken (a debugger or profiler?)"
-            return
+            return False
         mon.use_tool_id(tool, _TOOL_NAME)
         self._tool = tool
         events = mon.events
@@ -153,6 +157,7 @@ class AnchorFunction:
         mon.register_callback(tool, events.PY_UNWIND, self._on_unwind)
         mon.set_local_events(tool, code, events.PY_START | events.PY_RETURN)
         mon.set_events(tool, events.PY_UNWIND)
+        return True
 
     def _on_start(self, code: CodeType, offset: int) -> None:
         self.enter()
@@ -197,12 +202,22 @@ class AnchorFunction:
 
 
 def _resolve(module: ModuleType, qualname: str) -> tuple[Any, str, Any]:
-    """(owner, attribute name, raw attribute): a class attribute as stored in ``__dict__``."""
+    """(owner, attribute name, raw attribute): a class attribute as stored in ``__dict__``.
+
+    AttributeError carries the part of QUALNAME that was not found (``Engine.nope``).
+    """
     owner: Any = module
     parts = qualname.split(".")
-    for part in parts[:-1]:
-        owner = _lookup(owner, part)
-    return owner, parts[-1], _lookup(owner, parts[-1])
+    raw: Any = module
+    for depth, part in enumerate(parts):
+        owner = raw
+        raw = _lookup(owner, part)
+        if raw is _MISSING:
+            raise AttributeError(".".join(parts[:depth + 1]))
+    return owner, parts[-1], raw
+
+
+_MISSING = object()
 
 
 def _lookup(owner: Any, name: str) -> Any:
@@ -210,11 +225,7 @@ def _lookup(owner: Any, name: str) -> Any:
         for klass in owner.__mro__:
             if name in vars(klass):
                 return vars(klass)[name]
-    if not hasattr(owner, name):
-        where = getattr(owner, "__qualname__", owner)
-        prefix = "" if isinstance(owner, ModuleType) else f"{where}."
-        raise AttributeError(f"{prefix}{name}")
-    return getattr(owner, name)
+    return getattr(owner, name, _MISSING)
 
 
 def _function_of(raw: Any) -> Any:
