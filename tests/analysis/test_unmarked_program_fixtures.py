@@ -140,3 +140,12 @@ def test_generate_with_no_option_gets_the_detected_period() -> None:
     assert again.period_launches == 288
     per_cycle = np.bincount(k.cycle[k.cycle >= 0])
     assert np.median(per_cycle) == 288
+
+
+def test_windows_count_launches_per_iteration() -> None:
+    """In windows, launch counts are per detected iteration: the recomputed attention forward
+    is launched about 12 -> 24 times per iteration, as with optimizer-step cycles."""
+    result = compare("trainer-gpt2-ms200.json.gz", "trainer-gpt2-gc-ms200.json.gz")
+    (attention,) = [c for c in result.launch_changes if "flash_fprop" in c.function]
+    assert attention.launches_normal == pytest.approx(12.0, rel=0.1)
+    assert attention.launches_abnormal == pytest.approx(24.0, rel=0.1)
