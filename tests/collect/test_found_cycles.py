@@ -230,7 +230,7 @@ def test_profiler_steps_are_cycles(tmp_path: Path) -> None:
     assert rf.workload.params["cycles_from"] == "torch.profiler prof.step()"
 
 
-def test_detected_period_cuts_iterations_with_a_warning(tmp_path: Path) -> None:
+def test_nothing_repeating_is_one_warning_and_no_cycles(tmp_path: Path) -> None:
     proc, rf = collect(tmp_path, """
     launch("load_weights", 0.2)
     for i in range(20):
@@ -242,9 +242,10 @@ def test_detected_period_cuts_iterations_with_a_warning(tmp_path: Path) -> None:
     """, "--warmup", "1")
     assert proc.returncode == 0, proc.stderr
     assert rf is not None
-    # names carry the iteration, so every name differs: strip it to see the repetition
-    # ... the fake program's names are unique per iteration, which no real program does
+    # every kernel name carries its iteration: nothing repeats, so nothing is cut
     assert rf.runs[0].cycles.index.size == 0
+    assert rf.workload.params["cycles_from"] == "none"
+    assert rf.runs[0].kernels.name_id.size == 1 + 20 * 13 + 3  # every kernel kept
     (warning,) = [w for w in rf.collection.warnings if "marked no cycles" in w]
     assert "no optimizer step" in warning and "--cycle-function" in warning
 
