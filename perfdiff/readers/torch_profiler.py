@@ -10,7 +10,8 @@ Mapping (docs/reference/run-file.md has the table):
   event (or HIP's, same categories) with the same ``args.correlation``. GPU work runs behind
   the CPU, so cutting by the kernel's own time would split a step. ``--cycle-range NAME``
   takes ``user_annotation`` ranges of that name instead (or ``gpu_user_annotation`` ranges,
-  whose kernels are those that start inside them on the same device).
+  whose kernels are those that start inside them on the same device). A trace with neither
+  gets cycles where its kernel launch sequence repeats (``perfdiff.schema.periods``).
 - Device = ``args.device`` (else ``pid``), stream = ``args.stream`` (else ``tid``).
 - GPU and driver from ``deviceProperties`` and the top-level version keys; rank and world size
   from ``distributedInfo``; ``hardware_counters`` counter samples (``ph: "C"``) -> PM series.
@@ -57,6 +58,7 @@ from perfdiff.schema.model import (
     TransferTable,
 )
 from perfdiff.schema.model import Workload as WorkloadInfo
+from perfdiff.schema.periods import cycle_bounds_ns, detect_period
 from perfdiff.schema.sense import check_run_file
 from perfdiff.schema.versions import CURRENT_VERSION
 
@@ -546,7 +548,10 @@ def _convert(trace: _Trace, cycle_range: str | None) -> _RankData:
     range_start, range_end = _spans(ranges.ts, ranges.dur, base_ns, "annotation range")
     range_rows = list(zip(ranges.cat, ranges.name, range_start.tolist(), range_end.tolist(),
                           ranges.device, strict=True))
-    spans, mode = _cycles(range_rows, cycle_range, warnings)
+    if cycle_range is None and not any(STEP_PATTERN.match(name) for name in ranges.name):
+        spans, mode = _detected_cycles(kernels, names, launches, range_rows, warnings)
+    else:
+        spans, mode = _cycles(range_rows, cycle_range, warnings)
     run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,
                      cpu_pids)
     metrics: tuple[MetricSeries, ...] = ()
@@ -620,6 +625,30 @@ def _range_hint(ranges: list[tuple[str, str, int, int, int]]) -> str:
         return ""
     return " (ranges in this trace, most frequent first: " + ", ".join(
         f"{n[:60]!r} x{counts[n]}" for n in names) + ")"
+
+
+def _detected_cycles(kernels: _Columns, names: list[str], launches: dict[int, int],
+                     ranges: list[tuple[str, str, int, int, int]],
+                     warnings: list[str]) -> tuple[_CycleSpans, str]:
+    """No ProfilerStep and no --cycle-range: cycles where the kernel launch sequence repeats
+    (perfdiff.schema.periods, the rule perfdiff collect uses for unmarked programs)."""
+    name_ids = {name: i for i, name in enumerate(names)}
+    launch_ns = _launch_times(kernels.correlation, launches)
+    known = launch_ns != _NO_LAUNCH
+    order = np.argsort(launch_ns[known], kind="stable")
+    ids = np.asarray([name_ids[n] for n in kernels.name], dtype=np.int64)[known][order]
+    times = launch_ns[known][order]
+    period = detect_period(ids, times)
+    if not period.found:
+        raise _Bad("no ProfilerStep#N ranges and " + period.describe() + "; pass "
+                   "--cycle-range NAME to take a user_annotation/record_function range as "
+                   "the cycle" + _range_hint(ranges))
+    start, end = cycle_bounds_ns(period, times)
+    warnings.append(f"no ProfilerStep#N in the trace: cycles from the launch sequence, "
+                    f"{period.describe()}")
+    n = int(start.size)
+    return _CycleSpans(list(range(n)), start.tolist(), end.tolist(), "detected period",
+                       False, []), "launch"
 
 
 def _unique_steps(steps: list[tuple[int, int, int]],

@@ -94,3 +94,31 @@ def test_compare_names_the_same_first_finding(program: str, run_cli: object) -> 
     from_recordings = _first_finding(_recording(program, "normal"),
                                      _recording(program, "abnormal"), run_cli)
     assert from_traces == from_recordings
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_a_trace_without_steps_gets_cycles_from_its_launch_period(program: str,
+                                                                  tmp_path: Path) -> None:
+    """The same H100 trace with its ProfilerStep ranges taken out: the repeating launch
+    sequence (perfdiff.schema.periods) gives cycles of the same kernels as the steps did."""
+    import gzip
+
+    path = _trace(program, "normal")
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    doc["traceEvents"] = [e for e in doc["traceEvents"]
+                          if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    stepless = tmp_path / "no-steps.json"
+    stepless.write_text(json.dumps(doc))
+    detected = load_input(stepless)
+    stepped = load_input(path)
+    assert "cycles from the launch sequence, detected period of" in (
+        detected.collection.warnings[0])
+    k_detected, k_stepped = detected.runs[0].kernels, stepped.runs[0].kernels
+    per_cycle = np.bincount(k_detected.cycle[k_detected.cycle >= 0])
+    per_stepped = np.bincount(k_stepped.cycle - stepped.runs[0].cycles.index.min())
+    assert set(per_cycle.tolist()) == set(per_stepped.tolist())  # one period = one step
+    assert detected.runs[0].cycles.index.size >= stepped.runs[0].cycles.index.size - 1
+    _, time_detected = per_step(detected)
+    _, time_stepped = per_step(stepped)
+    assert time_detected.keys() == time_stepped.keys()
+    assert np.abs(_ratios(time_detected, time_stepped)).max() < 0.05
