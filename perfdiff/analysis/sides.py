@@ -36,10 +36,12 @@ class SideMeta:
 
 @dataclass(frozen=True)
 class Side:
-    """A loaded input: its cycle table and metadata."""
+    """A loaded input: its cycle table and metadata (and its run file, when it is one: the
+    figures show warm-up cycles and collector marks, which the table leaves out)."""
 
     table: pd.DataFrame
     meta: SideMeta
+    run_file: RunFile | None = None
 
 
 def load_side(path: str | Path) -> Side:
@@ -61,7 +63,7 @@ def load_side(path: str | Path) -> Side:
 
 def side_from_run_file(run_file: RunFile, *, source: str = "<memory>") -> Side:
     """Cycle table and metadata of an already-loaded run file."""
-    return Side(cycle_table(run_file), run_file_meta(run_file, source=source))
+    return Side(cycle_table(run_file), run_file_meta(run_file, source=source), run_file)
 
 
 def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
