@@ -129,6 +129,11 @@ _JS = """
       if (e.key === "Enter" || e.key === " ") { e.preventDefault(); sort(); }
     });
   });
+  // report.html#filter=TEXT opens the report filtered (a link to share)
+  if (location.hash.indexOf("#filter=") === 0) {
+    input.value = decodeURIComponent(location.hash.slice(8));
+    input.dispatchEvent(new Event("input"));
+  }
   count();
   table.setAttribute("data-ready", "true");
 }());

@@ -98,10 +98,11 @@ def render_figures(comparison: Comparison, data: FigureData,
     with rc_context("draw"):
         for key, draw in _drawers(comparison, data):
             fig, title = draw()
-            svg = save(fig, "svg", key).decode("utf-8") if "svg" in formats else ""
-            if svg:
-                fig.set_layout_engine("none")  # laid out once: the PNG keeps the SVG's layout
             png = save(fig, "png", key) if "png" in formats else b""
+            if png:
+                # laid out once, by the PNG's (Agg) text metrics: the SVG keeps that layout
+                fig.set_layout_engine("none")
+            svg = save(fig, "svg", key).decode("utf-8") if "svg" in formats else ""
             out.append(RenderedFigure(key, title, svg, png))
     return out
 
