@@ -57,7 +57,7 @@ def title(comparison: Comparison, forest: Forest) -> str:
 def _row_label(row: ForestRow, comparison: Comparison, several_devices: bool) -> str:
     name = display_name(row.function, NAME_WIDTH)
     if several_devices:
-        name += f"  ({device_text(row.device, row.pid, comparison)})"
+        name += f" on {device_text(row.device, row.pid, comparison)}"
     return name
 
 
