@@ -175,35 +175,30 @@ def trace_of_run_file(run_file: RunFile, label: str) -> CycleTrace:
     """Every cycle of every run, in file order, with its warm-up flag and marks."""
     stalled_ids = stalled_cycle_indices(run_file.collection.warnings)
     single = len(run_file.runs) == 1  # the warning names cycle indices, not runs
-    parts: dict[str, list[object]] = {k: [] for k in
-                                      ("segment", "ms", "warm", "stall", "pm")}
+    segment: list[str] = []
+    cycle_ms: list[float] = []
+    warmup: list[bool] = []
+    stalled: list[bool] = []
+    missing_pm: list[bool] = []
     pm_recorded = False
     for run in run_file.runs:
         cyc = run.cycles
-        pm = [s for s in run.metrics if s.source == "pm_sampling"]
-        pm_recorded = pm_recorded or bool(pm)
         by_device: dict[int, list[MetricSeries]] = {}
-        for s in pm:
-            by_device.setdefault(s.device, []).append(s)
+        for s in run.metrics:
+            if s.source == "pm_sampling":
+                by_device.setdefault(s.device, []).append(s)
+        pm_recorded = pm_recorded or bool(by_device)
         missing = np.zeros(len(cyc.index), dtype=bool)
         for device_series in by_device.values():
             missing |= pm_missing(cyc, device_series)
-        n = len(cyc.index)
-        parts["segment"] += [_segment_name(run)] * n
-        parts["ms"] += [float(v) for v in (cyc.end_ns - cyc.start_ns) / 1e6]
-        parts["warm"] += [bool(v) for v in cyc.warmup]
-        parts["stall"] += [single and int(i) in stalled_ids and not bool(w)
-                           for i, w in zip(cyc.index, cyc.warmup, strict=True)]
-        parts["pm"] += [bool(v) for v in missing]
-    return CycleTrace(
-        label=label,
-        segment=tuple(str(s) for s in parts["segment"]),
-        cycle_ms=tuple(float(str(v)) for v in parts["ms"]),
-        warmup=tuple(bool(v) for v in parts["warm"]),
-        stalled=tuple(bool(v) for v in parts["stall"]),
-        missing_pm=tuple(bool(v) for v in parts["pm"]),
-        pm_recorded=pm_recorded,
-    )
+        segment += [_segment_name(run)] * len(cyc.index)
+        cycle_ms += [float(v) for v in (cyc.end_ns - cyc.start_ns) / 1e6]
+        warmup += [bool(v) for v in cyc.warmup]
+        stalled += [single and int(i) in stalled_ids and not bool(w)
+                    for i, w in zip(cyc.index, cyc.warmup, strict=True)]
+        missing_pm += [bool(v) for v in missing]
+    return CycleTrace(label, tuple(segment), tuple(cycle_ms), tuple(warmup), tuple(stalled),
+                      tuple(missing_pm), pm_recorded)
 
 
 def trace_of_table(table: pd.DataFrame, label: str) -> CycleTrace:

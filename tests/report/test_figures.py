@@ -100,6 +100,21 @@ def test_names_with_markup_and_dollars_are_printed_as_they_are() -> None:
     assert display_name(name, NAME_WIDTH) in text  # '$' did not start math mode
 
 
+def test_cycles_cut_differently_draw_share_changes() -> None:
+    nan = float("nan")
+    base = rf.comparison()
+    comparison = rf.comparison(
+        cycle_time=replace(base.cycle_time, comparable=False, delta_ms=nan, delta_pct=nan,
+                           ci_low_pct=nan, ci_high_pct=nan, verdict="insufficient data"),
+        rows=tuple(replace(r, time_delta_ms=nan, time_ci_low_ms=nan, time_ci_high_ms=nan)
+                   for r in base.rows),
+        findings=(replace(base.findings[0], time_delta_ms=nan, time_ci_low_ms=nan,
+                          time_ci_high_ms=nan),))
+    figures = render_figures(comparison, _data(comparison), ("svg",))
+    assert "cycle times not compared" in figures[0].title
+    assert "+10.00 pp" in _text(figures[0].svg)
+
+
 @pytest.mark.parametrize("pair", [GPT, DDP], ids=["gpt-infer", "ddp"])
 def test_fixture_forest_first_row_is_the_reports_first_finding(
         pair: tuple[Path, Path]) -> None:
