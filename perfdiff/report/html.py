@@ -131,7 +131,8 @@ _JS = """
   });
   // report.html#filter=TEXT opens the report filtered (a link to share)
   if (location.hash.indexOf("#filter=") === 0) {
-    input.value = decodeURIComponent(location.hash.slice(8));
+    try { input.value = decodeURIComponent(location.hash.slice(8)); }
+    catch (e) { input.value = location.hash.slice(8); }  // a stray "%": the text as typed
     input.dispatchEvent(new Event("input"));
   }
   count();

@@ -92,6 +92,8 @@ def test_report_renders_without_console_messages(report: Path, tmp_path: Path) -
 
 
 def test_the_detail_table_filters_in_the_browser(report: Path, tmp_path: Path) -> None:
+    bad = _open(report, tmp_path, "--dump-dom", fragment="#filter=%E0%A4%A")  # malformed
+    assert console_lines(bad.stderr) == []
     done = _open(report, tmp_path, "--dump-dom", fragment="#filter=nvjet_sm90")
     assert console_lines(done.stderr) == []
     dom = done.stdout
@@ -116,3 +118,13 @@ def test_without_matplotlib_html_has_tables_and_a_note(
     assert "pip install &#x27;perfdiff[plots]&#x27;" in page and "<svg" not in page
     done = _open(out, tmp_path, f"--screenshot={tmp_path / 'plain.png'}")
     assert console_lines(done.stderr) == []
+
+
+def test_report_prints_to_pdf(report: Path, tmp_path: Path) -> None:
+    """Print styles apply (the filter box hidden, every row shown): the browser prints it."""
+    pdf = tmp_path / "report.pdf"
+    done = _open(report, tmp_path, "--no-pdf-header-footer", f"--print-to-pdf={pdf}")
+    assert console_lines(done.stderr) == []
+    data = pdf.read_bytes()
+    assert data[:5] == b"%PDF-" and len(data) > 50_000
+    assert data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 3  # several pages
