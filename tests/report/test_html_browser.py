@@ -10,6 +10,7 @@ printed, where no Chromium is installed (scripts/test.sh installs Debian's when 
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
@@ -128,3 +129,33 @@ def test_report_prints_to_pdf(report: Path, tmp_path: Path) -> None:
     data = pdf.read_bytes()
     assert data[:5] == b"%PDF-" and len(data) > 50_000
     assert data.count(b"/Type /Page") - data.count(b"/Type /Pages") >= 3  # several pages
+
+
+def test_the_detail_table_sorts_in_the_browser(report: Path, tmp_path: Path) -> None:
+    """A copy of the report clicks "q-value" once (ascending), then twice on "Suspicion Score"
+    (descending); the dumped DOM must list the rows in those orders, "n/a" last."""
+    clicks = ("<script>(function () { var h = document.querySelectorAll('#detail th');"
+              "var at = function (t) { return Array.prototype.filter.call(h, function (x) {"
+              " return x.textContent.trim() === t; })[0]; };"
+              "at('q-value').click(); window.qOrder = Array.prototype.map.call("
+              "document.querySelectorAll('#detail tbody tr'), function (r) {"
+              " return r.cells[17].textContent; }).join('|');"
+              "at('Suspicion Score').click(); at('Suspicion Score').click();"
+              "document.body.setAttribute('data-q-order', window.qOrder); }());</script>")
+    page = tmp_path / "clicked.html"
+    page.write_text(report.read_text(encoding="utf-8").replace("</body>", clicks + "</body>"),
+                    encoding="utf-8")
+    done = _open(page, tmp_path, "--dump-dom")
+    assert console_lines(done.stderr) == []
+    dom = done.stdout
+    q_order = re.search(r'data-q-order="([^"]*)"', dom)
+    assert q_order, "the click script did not run"
+    q = html.unescape(q_order.group(1)).split("|")
+    numbers = [float(v.lstrip("<")) for v in q if v != "n/a"]  # "<0.001" ties with 0.001
+    assert numbers == sorted(numbers) and numbers, q[:5]
+    assert all(v == "n/a" for v in q[len(numbers):])  # n/a last
+    body = dom[dom.index('<table id="detail"'):]
+    body = body[body.index("<tbody>"):body.index("</tbody>")]
+    scores = [float(m.replace(",", "")) for m in re.findall(
+        r"<tr[^>]*>(?:\s*<td[^>]*>[^<]*</td>){3}\s*<td[^>]*>([^<]*)</td>", body)]
+    assert len(scores) > 100 and scores == sorted(scores, reverse=True)
