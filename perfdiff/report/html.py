@@ -146,9 +146,16 @@ _SVG_PROLOGUE = re.compile(r"^\s*(<\?xml[^>]*\?>\s*)?(<!DOCTYPE[^>]*>\s*)?", re.
 _PLACEHOLDER = re.compile(r"<p>\x00figure:([a-z-]+)\x00</p>")
 
 
-def inline_svg(svg: str) -> str:
-    """An SVG file's text fit to sit inside HTML (no XML prologue or DOCTYPE)."""
-    return _SVG_PROLOGUE.sub("", svg, count=1)
+def inline_svg(svg: str, prefix: str = "") -> str:
+    """An SVG file's text fit to sit inside HTML: no XML prologue or DOCTYPE, and with a
+    ``prefix``, every id (and every reference to one) made its own, since ids are unique
+    per HTML document and each matplotlib SVG numbers its elements from 1."""
+    svg = _SVG_PROLOGUE.sub("", svg, count=1)
+    if not prefix:
+        return svg
+    svg = re.sub(r'\bid="([^"]+)"', rf'id="{prefix}-\1"', svg)
+    svg = re.sub(r'\b((?:xlink:)?href)="#([^"]+)"', rf'\1="#{prefix}-\2"', svg)
+    return re.sub(r"url\(#([^)]+)\)", rf"url(#{prefix}-\1)", svg)
 
 
 def _markdown_to_html(text: str) -> str:
@@ -169,7 +176,8 @@ def _markdown_to_html(text: str) -> str:
 
 
 def _figure_html(figure: InlineFigure) -> str:
-    return (f'<figure class="pd-figure" id="figure-{figure.key}">{inline_svg(figure.svg)}'
+    svg = inline_svg(figure.svg, prefix=f"f-{figure.key}")
+    return (f'<figure class="pd-figure" id="figure-{figure.key}">{svg}'
             f"<figcaption>{html.escape(figure.title)}</figcaption></figure>")
 
 

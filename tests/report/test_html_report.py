@@ -80,6 +80,17 @@ def test_inline_svg_drops_the_prologue_only() -> None:
     assert inline_svg(SVG).startswith("<svg ")
 
 
+def test_ids_are_unique_across_inline_figures() -> None:
+    svg = ('<svg><defs><path id="m1"/><clipPath id="p1"/></defs><g id="axes_1" '
+           'clip-path="url(#p1)"><use xlink:href="#m1"/></g></svg>')
+    page = render_html(rf.comparison(), [InlineFigure("what-changed", "a", svg),
+                                         InlineFigure("inventory", "b", svg)])
+    ids = re.findall(r'\bid="([^"]+)"', page)
+    assert len(ids) == len(set(ids))
+    assert 'clip-path="url(#f-inventory-p1)"' in page
+    assert 'xlink:href="#f-what-changed-m1"' in page
+
+
 def test_markdown_links_each_figure_where_it_belongs() -> None:
     comparison = rf.comparison(devices=(
         *rf.comparison().devices, replace(rf.comparison().devices[0], device="GPU 1")))
