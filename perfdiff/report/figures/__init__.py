@@ -15,6 +15,7 @@ about half a second that text reports should not pay. These modules draw only wh
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,16 +23,14 @@ from typing import Any
 
 from perfdiff.analysis.figure_data import FigureData
 from perfdiff.analysis.model import Comparison
-from perfdiff.errors import ExitCode, InputError, PerfdiffError
+from perfdiff.errors import OutputError, UsageError
 
 INSTALL_HINT = "pip install 'perfdiff[plots]'"
 ORDER = ("what-changed", "cycles", "where-it-ran", "why", "inventory")
 
 
-class PlotsUnavailableError(PerfdiffError):
+class PlotsUnavailableError(UsageError):
     """matplotlib is not installed (the ``plots`` extra): the option cannot be honoured here."""
-
-    exit_code = ExitCode.USAGE
 
 
 def plotting_available() -> bool:
@@ -107,19 +106,22 @@ def render_figures(comparison: Comparison, data: FigureData,
     return out
 
 
-def write_figures(figures: Sequence[RenderedFigure], folder: Path) -> list[WrittenFigure]:
-    """``<key>.png`` and ``<key>.svg`` for each figure in ``folder`` (created if needed)."""
+def write_figures(figures: Sequence[RenderedFigure], folder: Path, *,
+                  inputs: Sequence[str | os.PathLike[str]] = ()) -> list[WrittenFigure]:
+    """``<key>.png`` and ``<key>.svg`` for each figure in ``folder`` (created if needed),
+    each written through the one output helper (atomic, never over an input)."""
+    from perfdiff.output import write_atomic
+
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        written = []
-        for fig in figures:
-            png, svg = folder / f"{fig.key}.png", folder / f"{fig.key}.svg"
-            png.write_bytes(fig.png)
-            svg.write_text(fig.svg, encoding="utf-8")
-            written.append(WrittenFigure(fig.key, fig.title, png, svg))
     except OSError as exc:
-        raise InputError(f"{folder}: cannot write the figures ({exc.strerror}); "
-                         "check the path and permissions") from exc
+        raise OutputError(f"{folder}: cannot create the figures' folder ({exc.strerror}); "
+                          "check the path and permissions") from exc
+    written = []
+    for fig in figures:
+        png = write_atomic(folder / f"{fig.key}.png", fig.png, inputs=inputs, what="a figure")
+        svg = write_atomic(folder / f"{fig.key}.svg", fig.svg, inputs=inputs, what="a figure")
+        written.append(WrittenFigure(fig.key, fig.title, png, svg))
     return written
 
 
