@@ -30,7 +30,7 @@ from perfdiff.analysis.sides import Side
 from perfdiff.schema.model import CycleTable, MetricSeries, Run, RunFile
 
 DEFAULT_FOREST_ROWS = 12
-MOVES_PER_FINDING = 3  # metric panels per key finding in the "Why" figure
+MOVES_PER_FINDING = 2  # metric panels per key finding in the "Why" figure (the first moves)
 
 
 @dataclass(frozen=True)
