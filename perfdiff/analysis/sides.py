@@ -40,10 +40,12 @@ class SideMeta:
 
 @dataclass(frozen=True)
 class Side:
-    """A loaded input: its cycle table and metadata."""
+    """A loaded input: its cycle table and metadata (and its run file, when it is one: the
+    figures show warm-up cycles and collector marks, which the table leaves out)."""
 
     table: pd.DataFrame
     meta: SideMeta
+    run_file: RunFile | None = None
 
 
 def load_side(path: str | Path) -> Side:
@@ -70,7 +72,7 @@ def side_from_run_file(run_file: RunFile, *, source: str = "<memory>") -> Side:
     meta = run_file_meta(run_file, source=source)
     if window is not None:
         meta = replace(meta, window=window)
-    return Side(table, meta)
+    return Side(table, meta, run_file)
 
 
 def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
