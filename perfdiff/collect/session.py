@@ -210,9 +210,7 @@ def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: Cy
 def _drop_neighbour_kernels(stopped: _Stopped, streams: tuple[int, ...],
                             warnings: list[str]) -> None:
     """Leave out the in-process neighbour's kernels (``--contend-mode stream``), and say so."""
-    keep = [k for k in stopped.raw.kernels if k.stream not in streams]
-    dropped = len(stopped.raw.kernels) - len(keep)
-    stopped.raw.kernels = keep
+    dropped = stopped.raw.drop_streams(set(streams), memset=False)
     ids = ", ".join(str(s) for s in streams)
     warnings.append(f"{dropped} kernels of the --contend neighbour (CUPTI stream {ids}) were "
                     "left out of the run file")

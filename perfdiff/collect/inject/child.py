@@ -42,6 +42,7 @@ from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
+from perfdiff.collect.program_marks import attach_marker, launches_from_marks
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.markers import set_active_recorder
 from perfdiff.schema.model import (
@@ -115,6 +116,7 @@ class ChildCollector:
         self.failure: str | None = None
         self.exit_code: int | None = None
         self.nvtx: Any = None
+        self.marks: tuple[int, ...] | None = None  # the boundary marks' stream ids, once issued
         self._samplers_tried = False
         self._finished = False
         self._previous_excepthook = sys.excepthook
@@ -177,6 +179,8 @@ class ChildCollector:
         self._samplers_tried = True
         device = int(torch.cuda.current_device())
         cfg = self.config
+        if not cfg.cycle_ms:
+            self.marks = attach_marker(self.log, torch, device, self.warnings)
         if cfg.pm_sampling and cfg.metrics:
             from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
 
@@ -273,7 +277,7 @@ class ChildCollector:
         except Exception as exc:
             self.warnings.append(f"trace failed at stop ({exc}); kernels lost")
         self.warnings.extend(getattr(self.trace, "warnings", []))
-        cycles = self._cycles(raw)
+        cycles = self._cycles(raw, launches_from_marks(raw, self.marks, self.log, self.warnings))
         return self._run_file(raw, cycles, metrics, torch if cuda_ready else None)
 
     @staticmethod
@@ -283,12 +287,12 @@ class ChildCollector:
         except Exception:
             return False
 
-    def _cycles(self, raw: RawTrace) -> CycleTable:
+    def _cycles(self, raw: RawTrace, mark_gpu_ns: list[int] | None = None) -> CycleTable:
         if self.config.cycle_ms:
             from perfdiff.collect.window_cycles import fixed_windows
 
             return fixed_windows(raw, self.config.cycle_ms, self.config.warmup)
-        table = self.log.table()
+        table = self.log.table(mark_gpu_ns)
         if table.index.size == 0:
             if self.config.cycle_range:
                 seen = self.nvtx.ranges_seen if self.nvtx is not None else 0
@@ -414,7 +418,8 @@ def open_trace(config: InjectConfig) -> TraceBackend:
         raise ValueError(f"unknown backend {config.backend!r}")
     from perfdiff.collect.cupti_activity import CuptiActivityBackend
 
-    return CuptiActivityBackend(trace_memory=config.trace_memory)
+    # launch API records only for --cycle-ms windows; marked cycles use boundary marks
+    return CuptiActivityBackend(trace_memory=config.trace_memory, trace_api=bool(config.cycle_ms))
 
 
 _collector: ChildCollector | None = None
