@@ -11,15 +11,15 @@ Modes:
 - ``untraced``: nothing.
 - ``floor``: CUPTI CONCURRENT_KERNEL activity alone, buffers handed back untouched (ctypes
   callbacks that do no work): what any CUPTI-based kernel trace costs.
-- ``perfdiff``: perfdiff's collector as ``perfdiff collect -- CMD`` runs it in a user
-  program: activity (kernels, memcpy, memset, launch API records) with raw intake, PM
-  sampling (2 metrics, 20 us), NVML (10 ms) and a cycle per step.
+- ``perfdiff``: perfdiff's collector as ``perfdiff collect --cycle-range step -- CMD`` runs
+  it in a user program: activity (kernels, memcpy, memset) with raw intake, PM sampling
+  (2 metrics, 20 us), NVML (10 ms), a cycle per step with its two boundary marks.
 - ``torch.profiler``: ``profile(activities=[CPU, CUDA])``.
 
 Overhead of a mode in a round = median step of the mode / median step of the round's
 untraced block - 1; reported: the median over rounds, and all rounds.
 
-Usage: python bench/launch_bound/gpt2_generate.py [--rounds 6] [--steps 6]
+Usage: python bench/launch_bound/gpt2_generate.py [--rounds 12] [--steps 2]
            [--attn sdpa|eager] [--modes untraced,floor,perfdiff,torch.profiler] [--json OUT]
 Model: transformers GPT2Config() (12 layers, 768 wide), random weights, fp16; prompt of 16
 tokens; nothing is downloaded.
@@ -90,15 +90,17 @@ class Perfdiff:
         self.torch = torch
 
     def start(self) -> None:
+        from perfdiff.collect.boundary_marks import TorchBoundaryMarker
         from perfdiff.collect.cupti_activity import CuptiActivityBackend
         from perfdiff.collect.cycles import CycleLog
         from perfdiff.collect.environment import torch_device_info
         from perfdiff.collect.nvml import NvmlSampler, load_nvml
         from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS, PmSampler
 
-        self.trace = CuptiActivityBackend(trace_api=True, trace_memory=True)
-        self.log = CycleLog(clock_ns=self.trace.clock_ns)
+        self.trace = CuptiActivityBackend(trace_api=False, trace_memory=True)
         self.trace.start()
+        self.marker = TorchBoundaryMarker(self.torch, 0)
+        self.log = CycleLog(clock_ns=self.trace.clock_ns, mark=self.marker.mark)
         nvml = load_nvml()
         uuid = torch_device_info(self.torch, 0, nvml).uuid or None
         self.samplers = [
@@ -120,7 +122,11 @@ class Perfdiff:
         self.torch.cuda.synchronize()
         series = [s for sampler in self.samplers for s in sampler.stop()]
         raw = self.trace.stop()
-        cycles = self.log.table()
+        from perfdiff.collect.program_marks import launches_from_marks
+
+        problems: list[str] = []
+        cycles = self.log.table(launches_from_marks(raw, self.marker.stream_ids, self.log,
+                                                    problems))
         holds = sorted(e - s for s, e, _ in raw.handovers)
         kernels = raw.columns.kernels.size if raw.columns is not None else 0
         pm = [s for s in series if s.source == "pm_sampling"]
@@ -131,7 +137,7 @@ class Perfdiff:
         return {"kernels": int(kernels), "dropped": raw.dropped_records,
                 "buffers": len(holds), "hold_ms_max": holds[-1] / 1e6 if holds else 0.0,
                 "pm_samples": int(pm[0].timestamps_ns.size) if pm else 0,
-                "pm_coverage_warning": cover, "warnings": self.trace.warnings}
+                "pm_coverage_warning": cover, "warnings": self.trace.warnings + problems}
 
 
 class Profiler:
@@ -194,8 +200,8 @@ def summarise(blocks: list[dict[str, Any]], rounds: int, modes: list[str]) -> di
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--attn", default="sdpa")
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--json")

@@ -59,7 +59,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--mode", choices=("graph", "loop"), default="graph")
-    parser.add_argument("--api", action="store_true", help="launch API records (user programs)")
+    parser.add_argument("--api", action="store_true", help="launch API records (--cycle-ms)")
+    parser.add_argument("--rate", type=float, default=150_000,
+                        help="graph mode: kernels per second to aim at (0: as fast as it goes)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -103,6 +105,9 @@ def main() -> int:
         if args.mode == "graph":
             graph.replay()
             launched += nodes
+            ahead = launched / args.rate - (now - started) if args.rate else 0.0
+            if ahead > 0.001:
+                time.sleep(ahead)
         else:
             for _ in range(100):
                 x.add_(1)

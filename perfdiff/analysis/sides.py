@@ -14,6 +14,7 @@ import pandas as pd
 
 from perfdiff.analysis.cycle_table import cycle_table
 from perfdiff.analysis.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
+from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.errors import InputError
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
@@ -87,6 +88,7 @@ def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
         )
     pairs.append(("perfdiff", run_file.tool_version))
     warnings = list(run_file.collection.warnings)
+    warnings.extend(self_overhead_notes(run_file, source))
     if run_file.status.state != "complete":
         warnings.append(f"{source}: incomplete run ({run_file.status.reason or 'no reason given'})")
     return SideMeta(

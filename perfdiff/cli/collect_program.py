@@ -42,6 +42,7 @@ def collect_program(
     trace_memory: bool,
     contend: float = 0.0,
     contend_device: int = 0,
+    untraced_every: int = 8,
 ) -> None:
     """Run and record CMD; exit with its exit code (0 when every run succeeded).
 
@@ -55,6 +56,9 @@ def collect_program(
 
     if cycle_ms is not None and cycle_ms <= 0:
         raise WorkloadParamError(f"--cycle-ms must be positive, got {cycle_ms}")
+    if untraced_every < 0 or untraced_every == 1:
+        raise WorkloadParamError(f"--untraced-every must be 0 (off) or at least 2, got "
+                                 f"{untraced_every}")
     if cycle_ms is not None and cycle_range:
         raise WorkloadParamError("give --cycle-range or --cycle-ms, not both")
     backend = os.environ.get(BACKEND_ENV, "cupti")
@@ -67,6 +71,7 @@ def collect_program(
         shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms, warmup=warmup,
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
+        untraced_every=untraced_every,
     )
     if not 0.0 <= contend <= 1.0:
         raise WorkloadParamError(f"--contend must be between 0 and 1, got {contend}")

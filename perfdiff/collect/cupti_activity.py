@@ -105,6 +105,16 @@ class CuptiActivityBackend:
         if self._trace_api:
             self._restrict_api_records()
 
+    def pause(self) -> None:
+        """Switch every enabled activity kind off (an untraced cycle: overhead.py)."""
+        for kind in self._enabled:
+            self._cupti.activity_disable(kind)
+
+    def resume(self) -> None:
+        """Switch them on again."""
+        for kind in self._enabled:
+            self._cupti.activity_enable(kind)
+
     def _restrict_api_records(self) -> None:
         """Keep API records only for launch/memcpy/memset calls (see module docstring)."""
         cupti = self._cupti

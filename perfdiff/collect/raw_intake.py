@@ -20,6 +20,7 @@ once, when the collection stops (``names``), never per record.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import threading
 import time
 from collections.abc import Callable
@@ -28,9 +29,15 @@ from typing import Any
 import numpy as np
 
 from perfdiff.collect.columns import TraceColumns, concat
-from perfdiff.collect.decode import RecordLayout, RecordLayoutError, decode_buffer, layout_for
+from perfdiff.collect.decode import (
+    KNOWN_SIZES,
+    LAYOUTS,
+    RecordLayout,
+    RecordLayoutError,
+    decode_buffer,
+)
 
-BUFFER_BYTES = 8 * 1024 * 1024  # ~34,000 kernel records: a hand-over costs ~1-2 ms (not 0.5 s)
+BUFFER_BYTES = 2 * 1024 * 1024  # ~8,500 kernel records: one hand-over holds ~1 ms (H100)
 _REQUEST = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p),
                             ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t))
 _COMPLETE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
@@ -47,8 +54,18 @@ def libcupti_path(maps_text: str) -> str | None:
 
 
 def load_libcupti(cupti: Any) -> ctypes.CDLL:
-    """The libcupti that cupti-python uses (it loads it lazily: one clock read loads it)."""
+    """The libcupti that cupti-python uses (it loads it lazily: one clock read loads it).
+
+    cupti-python finds it through ``cuda.pathfinder`` (cached per process), so asking
+    pathfinder gives the very library cupti-python calls; /proc/self/maps is the fallback.
+    A process can hold two (torch's own and cupti-python's), and callbacks registered with
+    the other one would never see cupti-python's activity."""
     cupti.get_timestamp()
+    try:
+        pathfinder = importlib.import_module("cuda.pathfinder")
+        return ctypes.CDLL(str(pathfinder.load_nvidia_dynamic_lib("cupti").abs_path))
+    except Exception:  # no pathfinder, or another loader: the mapped library
+        pass
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
             path = libcupti_path(f.read())
@@ -90,9 +107,12 @@ class RawIntake:
 
     @classmethod
     def for_cupti(cls, cupti: Any, clock_ns: Callable[[], int]) -> RawIntake:
-        """On the libcupti cupti-python loaded; refuses a CUPTI whose layout is unknown."""
+        """On the libcupti cupti-python loaded. A CUPTI whose record sizes are not registered
+        gets them from CUPTI's own walk of its first buffer (:func:`learn_layout`)."""
         lib = load_libcupti(cupti)
-        return cls(lib, layout_for(cupti_api_version(lib)), clock_ns)
+        version = cupti_api_version(lib)
+        layout = LAYOUTS.get(version) or RecordLayout(version, {}, "learnt from CUPTI's walk")
+        return cls(lib, layout, clock_ns)
 
     def register(self) -> None:
         status = self._lib.cuptiActivityRegisterCallbacks(self._request_cb, self._complete_cb)
@@ -133,12 +153,22 @@ class RawIntake:
 
     def take(self, array: np.ndarray[Any, np.dtype[np.uint8]], valid: int) -> int:
         """Decode ``array[:valid]`` into a chunk; the number of records it held."""
-        chunk = decode_buffer(array, valid, self.layout)
+        try:
+            chunk = decode_buffer(array, valid, self.layout)
+        except RecordLayoutError:
+            # a kind whose size is not known yet: CUPTI's own walk of this buffer says it
+            learnt = learn_layout(self._walker(), array, valid)
+            self.layout = RecordLayout(self.layout.cupti_api_version,
+                                       {**self.layout.sizes, **learnt}, self.layout.note)
+            chunk = decode_buffer(array, valid, self.layout)
         self.chunks.append(chunk)
         self.bytes_taken += valid
         count = chunk.kernels.size + chunk.memcpy.size + chunk.memset.size + chunk.api.size
         self.records += count
         return count
+
+    def _walker(self) -> Callable[[int, int], list[int]]:
+        return cupti_walker(self._lib)
 
     def columns(self) -> TraceColumns:
         """Everything taken in so far, names resolved (call once CUPTI is flushed)."""
@@ -146,6 +176,47 @@ class RawIntake:
         self.chunks = [out] if self.chunks else []
         out.names = resolve_names(out.kernels["name_key"], out.names)
         return out
+
+
+def cupti_walker(lib: ctypes.CDLL) -> Callable[[int, int], list[int]]:
+    """``walk(address, valid)``: the record addresses CUPTI's ``cuptiActivityGetNextRecord``
+    finds in a buffer (CUPTI's own parser, independent of perfdiff's size table)."""
+    fn = lib.cuptiActivityGetNextRecord
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+
+    def walk(address: int, valid: int) -> list[int]:
+        record = ctypes.c_void_p(None)
+        found = []
+        while fn(ctypes.c_void_p(address), ctypes.c_size_t(valid), ctypes.byref(record)) == 0:
+            found.append(int(record.value or 0) - address)
+        return found
+    return walk
+
+
+def learn_layout(walk: Callable[[int, int], list[int]],
+                 array: np.ndarray[Any, np.dtype[np.uint8]], valid: int) -> dict[int, int]:
+    """Record size of each kind in ``array[:valid]``, from CUPTI's walk (byte offsets), each
+    checked against the struct versions perfdiff knows (``decode.KNOWN_SIZES``); anything
+    else is one RecordLayoutError line."""
+    offsets = walk(int(array.ctypes.data), valid)
+    if not offsets:
+        raise RecordLayoutError("CUPTI found no records in a non-empty activity buffer; "
+                                "not decoded")
+    ends = [*offsets[1:], valid]
+    sizes: dict[int, set[int]] = {}
+    for start, end in zip(offsets, ends, strict=True):
+        kind = int(array[start:start + 4].view("<i4")[0])
+        sizes.setdefault(kind, set()).add(end - start)
+    learnt = {}
+    for kind, seen in sorted(sizes.items()):
+        known = KNOWN_SIZES.get(kind)
+        size = next(iter(seen))
+        if len(seen) != 1 or (known is not None and size not in known):
+            raise RecordLayoutError(
+                f"this CUPTI writes records of kind {kind} of {sorted(seen)} bytes, which is "
+                f"no record version perfdiff knows ({list(known or ())}); not decoded")
+        learnt[kind] = size  # a kind perfdiff does not read is skipped by its size
+    return learnt
 
 
 def resolve_names(keys: np.ndarray[Any, np.dtype[Any]], known: dict[int, str]) -> dict[int, str]:

@@ -21,9 +21,11 @@ from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.handovers import handover_warning
+from perfdiff.collect.overhead import UntracedCycles, with_hold
 from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS, coverage_warning
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.collect.workloads.base import CyclePlan, Workload
+from perfdiff.errors import InputError
 from perfdiff.markers import RecorderMarker, set_active_recorder
 from perfdiff.schema.model import (
     Collection,
@@ -55,6 +57,13 @@ class CollectSettings:
     # CUPTI stream ids whose kernels are an in-process noisy neighbour's (--contend-mode
     # stream): left out of the run file, with a warning saying how many
     exclude_streams: tuple[int, ...] = ()
+    # one measured cycle in N runs untraced, to measure the collector's overhead (overhead.py)
+    untraced_every: int = 8
+
+    def __post_init__(self) -> None:
+        if self.untraced_every < 0 or self.untraced_every == 1:
+            raise InputError(f"--untraced-every must be 0 (off) or at least 2, got "
+                             f"{self.untraced_every}")
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,7 @@ def run_collection(
     log = CycleLog(clock_ns=trace.clock_ns, on_cycle_end=on_cycle_end,
                    on_cycle_begin=on_cycle_begin,
                    mark=marker.mark if marker is not None else None)
+    untraced = UntracedCycles(settings.untraced_every, trace, log)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None
@@ -159,9 +169,10 @@ def run_collection(
             workload.teardown()
         except Exception as exc:  # teardown trouble must not hide the run
             warnings.append(f"workload teardown raised {type(exc).__name__}: {_one_line(exc)}")
+    warnings.extend(untraced.errors)
     run_file = _build_run_file(
         workload, plan, sources, environment, settings, log, stopped, warnings, status,
-        extra_params or {},
+        extra_params or {}, untraced,
     )
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
 
@@ -268,6 +279,7 @@ def _build_run_file(
     warnings: list[str],
     status: Status,
     extra_params: dict[str, Any],
+    untraced: UntracedCycles | None = None,
 ) -> RunFile:
     log.close_open()
     mark_gpu_ns = None
@@ -275,6 +287,9 @@ def _build_run_file(
         mark_gpu_ns = _launches_from_marks(stopped, sources.boundary_marker.stream_ids, log,
                                            warnings)
     cycles = log.table(mark_gpu_ns)
+    if untraced is not None:
+        cycles = untraced.apply(cycles)
+    cycles = with_hold(cycles, stopped.raw.handovers)
     if settings.exclude_streams:
         _drop_neighbour_kernels(stopped, settings.exclude_streams, warnings)
     strings = StringTable()

@@ -121,3 +121,40 @@ def test_a_layout_too_small_for_its_fields_is_rejected() -> None:
 def test_empty_buffer_decodes_to_nothing() -> None:
     cols = decode_buffer(np.zeros(16, dtype=np.uint8), 0, LAYOUT)
     assert cols.kernels.size == cols.api.size == cols.memcpy.size == 0
+
+
+def _walker_from(sizes: dict[int, int]) -> Any:
+    """A stand-in for CUPTI's cuptiActivityGetNextRecord walk, with the true sizes."""
+    def walk(address: int, valid: int) -> list[int]:
+        data = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_uint8 * valid).from_address(address))
+        out, offset = [], 0
+        while offset < valid:
+            out.append(offset)
+            offset += sizes[int(data[offset:offset + 4].view("<i4")[0])]
+        return out
+    return walk
+
+
+def test_an_unregistered_cupti_learns_its_sizes_from_cuptis_walk() -> None:
+    from perfdiff.collect.raw_intake import RawIntake, learn_layout
+
+    api = _record(KIND_RUNTIME, {"start": 5, "correlation_id": 9})
+    buf, valid = _buffer([_kernel(0), api, _kernel(1)], slack=0)
+    assert learn_layout(_walker_from(LAYOUT.sizes), buf, valid) == {
+        KIND_CONCURRENT_KERNEL: 248, KIND_RUNTIME: 40}
+    intake = RawIntake.__new__(RawIntake)
+    intake.layout = RecordLayout(1, {}, "learnt")
+    intake.chunks, intake.records, intake.bytes_taken = [], 0, 0
+    intake._walker = lambda: _walker_from(LAYOUT.sizes)  # type: ignore[method-assign]
+    assert intake.take(buf, valid) == 3
+    assert intake.layout.sizes == {KIND_CONCURRENT_KERNEL: 248, KIND_RUNTIME: 40}
+    assert intake.chunks[0].kernels["correlation_id"].tolist() == [100, 101]
+
+
+def test_a_record_size_of_no_known_version_is_refused_in_one_line() -> None:
+    from perfdiff.collect.raw_intake import learn_layout
+
+    buf, valid = _buffer([_kernel(0), _kernel(1)], slack=0)
+    with pytest.raises(RecordLayoutError, match=r"kind 10 of \[496\] bytes") as info:
+        learn_layout(lambda address, size: [0], buf, valid)
+    assert "\n" not in str(info.value)

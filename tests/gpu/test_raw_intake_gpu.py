@@ -26,6 +26,6 @@ def test_raw_intake_matches_the_object_path_record_for_record() -> None:
     spec.loader.exec_module(module)
     found = module.check(None)
     assert found["registered_layout_matches"] is True, found
-    assert all(n > 0 for n in (found["counts"]["kernels"][0], found["counts"]["memcpy"][0],
-                               found["counts"]["memset"][0], found["counts"]["api"][0])), found
+    # torch fills with kernels, not cudaMemset: the workload makes no memset record (H100)
+    assert all(found["counts"][key][0] > 0 for key in ("kernels", "memcpy", "api")), found
     assert all(found["equal"].values()), found

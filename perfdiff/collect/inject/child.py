@@ -42,6 +42,7 @@ from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
+from perfdiff.collect.overhead import UntracedCycles, with_hold
 from perfdiff.collect.program_marks import attach_marker, launches_from_marks
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.markers import set_active_recorder
@@ -108,6 +109,8 @@ class ChildCollector:
         self.trace = trace
         self.rank = _env_int("RANK")
         self.log = CycleLog(clock_ns=trace.clock_ns)
+        self.untraced = UntracedCycles(0 if config.cycle_ms else config.untraced_every, trace,
+                                       self.log)
         self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
         self.samplers: list[MetricSampler] = []
         self.metrics: list[MetricSeries] = []
@@ -278,6 +281,8 @@ class ChildCollector:
             self.warnings.append(f"trace failed at stop ({exc}); kernels lost")
         self.warnings.extend(getattr(self.trace, "warnings", []))
         cycles = self._cycles(raw, launches_from_marks(raw, self.marks, self.log, self.warnings))
+        cycles = with_hold(self.untraced.apply(cycles), raw.handovers)
+        self.warnings.extend(self.untraced.errors)
         return self._run_file(raw, cycles, metrics, torch if cuda_ready else None)
 
     @staticmethod

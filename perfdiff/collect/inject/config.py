@@ -33,6 +33,7 @@ class InjectConfig:
     nvml_interval_ms: float = 10.0
     trace_memory: bool = True
     backend: str = "cupti"  # "cupti", or "fake" (CPU tests: see fake_backend)
+    untraced_every: int = 8  # one measured cycle in N untraced (collect/overhead.py); 0: none
     command: tuple[str, ...] = field(default_factory=tuple)
 
     def to_env(self) -> str:
