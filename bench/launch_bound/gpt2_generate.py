@@ -173,13 +173,13 @@ def run_block(mode: str, tools: dict[str, Any], step: Any, steps: int) -> dict[s
     return {"mode": mode, "step_ms": [t / 1e6 for t in times], **extra}
 
 
-def summarise(blocks: list[dict[str, Any]], rounds: int, modes: list[str]) -> dict[str, Any]:
+def summarise(blocks: list[dict[str, Any]], modes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for mode in modes:
         if mode == "untraced":
             continue
         ratios = []
-        for r in range(rounds):
+        for r in sorted({b["round"] for b in blocks}):
             base = [b for b in blocks if b["round"] == r and b["mode"] == "untraced"]
             this = [b for b in blocks if b["round"] == r and b["mode"] == mode]
             if base and this:
@@ -216,8 +216,14 @@ def main() -> int:
     tools: dict[str, Any] = {"floor": Floor(), "perfdiff": Perfdiff(torch),
                              "torch.profiler": Profiler(torch)}
     blocks = []
-    for r in range(args.rounds):
-        order = modes[r % len(modes):] + modes[:r % len(modes)]
+    # torch.profiler last: once it has run, CUPTI stamps records in kineto's clock for the
+    # rest of the process (docs/howto/collect.md), which spoilt every later perfdiff block
+    # (H100, 2026-11-25: "CUPTI timestamps advanced 2.10x").
+    early = [m for m in modes if m != "torch.profiler"]
+    late = [m for m in modes if m == "torch.profiler"]
+    schedule = [early[r % len(early):] + early[:r % len(early)] for r in range(args.rounds)]
+    schedule += [["untraced", *late] for _ in range(args.rounds if late else 0)]
+    for r, order in enumerate(schedule):
         for mode in order:
             block = run_block(mode, tools, step, args.steps)
             block["round"] = r
@@ -225,7 +231,7 @@ def main() -> int:
             print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v)
                               for k, v in block.items() if k != "step_ms"})
                   + f" median {statistics.median(block['step_ms']):.1f} ms", flush=True)
-    summary = summarise(blocks, args.rounds, modes)
+    summary = summarise(blocks, modes)
     result = {"attn": args.attn, "rounds": args.rounds, "steps": args.steps,
               "gpu": torch.cuda.get_device_name(0), "summary": summary, "blocks": blocks}
     print(json.dumps(summary))
