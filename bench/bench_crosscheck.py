@@ -33,7 +33,7 @@ batch [] n=256: 19.1 vs 8.9 ms), so a recording compared with events of another 
 two runs, not two measurements. In-situ, this script runs the collection itself, in this
 process (``rmsnorm`` or ``linalg``, the recording's default configuration without PM
 sampling), and records a CUDA event pair around every measured call of it
-(``perfdiff.markers.EventPairTimer``): the start event right after the cycle opens (after the
+(``bench.timers.EventPairTimer``): the start event right after the cycle opens (after the
 GPU lead and the start mark, right before the call), the end event when the call returns
 (``perfdiff.markers.call_returned``, first thing at the return: before perfdiff's return
 stamp, its end mark and the workload's synchronize, so that the mark's issue is inside
@@ -66,6 +66,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as ``python bench/NAME.py``: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 
@@ -392,18 +395,14 @@ def in_situ_ok(summary: Mapping[str, Any]) -> bool:
 def collect_with_events(workload: Any, plan: Any, sources: Any, environment: Any,
                         settings: Any, new_event: Callable[[], Any], *, device: str,
                         extra_params: dict[str, Any]) -> tuple[Any, list[tuple[str, bool, float]]]:
-    """One collection with an :class:`perfdiff.markers.EventPairTimer` installed: the run
+    """One collection with an :class:`bench.timers.EventPairTimer` installed: the run
     file and, per cycle the timer saw, (label, warm-up, event ms). Refuses an incomplete run."""
+    from bench.timers import EventPairTimer, TimedWorkload
     from perfdiff.collect.session import run_collection
-    from perfdiff.markers import EventPairTimer, set_call_timer
 
     timer = EventPairTimer(new_event)
-    previous = set_call_timer(timer)
-    try:
-        outcome = run_collection(workload, plan, sources, environment, settings, device=device,
-                                 extra_params=extra_params)
-    finally:
-        set_call_timer(previous)
+    outcome = run_collection(TimedWorkload(workload, timer), plan, sources, environment,
+                             settings, device=device, extra_params=extra_params)
     if outcome.run_file.status.state != "complete":
         raise InputError(f"in-situ: the collection did not complete: "
                          f"{outcome.run_file.status.reason}")

@@ -22,8 +22,6 @@ input (one line).
 from __future__ import annotations
 
 import argparse
-import functools
-import importlib.util
 import json
 import statistics
 import sys
@@ -32,20 +30,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+if __package__ in (None, ""):  # run as ``python bench/NAME.py``: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import numpy as np
 
 from perfdiff.errors import InputError
 
 
-@functools.cache
 def _crosscheck() -> ModuleType:
-    """bench_crosscheck.py beside this file (bench/ is scripts, not a package)."""
-    path = Path(__file__).resolve().with_name("bench_crosscheck.py")
-    spec = importlib.util.spec_from_file_location("bench_crosscheck", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """bench_crosscheck beside this module (imported as part of the ``bench`` package)."""
+    import bench.bench_crosscheck as crosscheck
+
+    return crosscheck
 
 
 def _load(path: Path) -> dict[str, Any]:

@@ -12,4 +12,4 @@ ARGS=(--trials "$TRIALS" --workers "$WORKERS" -o bench/validate-results.md)
 if compgen -G "fixtures/aa/gpt-infer-aa-*.json.gz" > /dev/null; then
   ARGS+=(--real-aa fixtures/aa)
 fi
-"$PY" -m perfdiff.analysis.validate "${ARGS[@]}"
+"$PY" -m bench.validate "${ARGS[@]}"

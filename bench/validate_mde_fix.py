@@ -24,12 +24,12 @@ import numpy as np
 from scipy import stats as sps
 
 import perfdiff.analysis.comparison as comparison
+from bench.validate.criteria import mde_power
+from bench.validate.harness import FIVE_RUNS, ONE_RUN, Cell
+from bench.validate.simulate import expected_kernel_ms
+from bench.validate.trials import run_mde_trial, target_name
 from perfdiff.analysis import stats
 from perfdiff.analysis.model import CompareOptions
-from perfdiff.analysis.validate.criteria import mde_power
-from perfdiff.analysis.validate.harness import FIVE_RUNS, ONE_RUN, Cell
-from perfdiff.analysis.validate.simulate import expected_kernel_ms
-from perfdiff.analysis.validate.trials import run_mde_trial, target_name
 
 ORIGINAL_WELCH = comparison.welch
 ORIGINAL_MDE = stats.minimum_detectable  # the pre-fix MDE (comparison now solves it)

@@ -14,10 +14,8 @@ protocol.
 from __future__ import annotations
 
 import contextlib
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -59,7 +57,6 @@ class RecorderMarker:
     @contextlib.contextmanager
     def cycle(self, label: str = "", *, warmup: bool = False) -> Iterator[None]:
         self._recorder.begin_cycle(label, warmup)
-        _timer_started(label, warmup)
         try:
             yield
         except BaseException:
@@ -98,7 +95,6 @@ def mark_cycle(label: str = "", *, warmup: bool = False) -> None:
     recorder = _active
     if recorder is not None:
         recorder.begin_cycle(label, warmup)
-        _timer_started(label, warmup)
 
 
 def end_cycle() -> None:
@@ -117,127 +113,22 @@ def call_returned() -> None:
     around the call would. A no-op without a collector (or with a recorder that has no use
     for it).
     """
-    # The in-situ cross-check's end event first, where a user's ``end.record()`` would be;
-    # then the collector's return stamp (a clock read); the end mark last (a launch, which
-    # reached the GPU 30-60 us after the return on the H100: after the event, it stays out
-    # of both windows).
-    timer = _call_timer
-    if timer is not None and _active is not None:
-        timer.call_returned()
+    # The collector's return stamp (a clock read), then its end mark (a launch, which reached
+    # the GPU 30-60 us after the return on the H100).
     hook = getattr(_active, "call_returned", None)  # the collector: stamp, then end mark
     if hook is not None:
         hook()
 
 
-class CallTimer(Protocol):
-    """An opt-in observer of every cycle's call, beside the collector's recorder.
-
-    Why: the in-situ cross-check (``bench/bench_crosscheck.py --in-situ``) records a CUDA
-    event pair around the very calls perfdiff measures, in the same process and under the
-    same tracing, so that the two measurements of one call can be compared cycle by cycle.
-    Installed with :func:`set_call_timer`; nothing installs one in a normal collection.
-    """
-
-    def call_started(self, label: str, warmup: bool) -> None:
-        """A cycle has just opened (after the collector stamped it and issued its start
-        mark): the call is about to be made."""
-        ...
-
-    def call_returned(self) -> None:
-        """The cycle's call has returned (before the collector issues its end mark)."""
-        ...
-
-
-class TimingEvent(Protocol):
-    """What :class:`EventPairTimer` needs of an event (``torch.cuda.Event(enable_timing=True)``)."""
-
-    def record(self) -> None: ...
-
-    def elapsed_time(self, end_event: TimingEvent) -> float: ...
-
-
-@dataclass
-class TimedCall:
-    """One cycle's event pair; ``returned`` False when the cycle made no
-    :func:`call_returned` (its end event was made but never recorded)."""
-
-    label: str
-    warmup: bool
-    start: TimingEvent
-    end: TimingEvent
-    returned: bool = False
-
-    def elapsed_ms(self) -> float:
-        """Start to end in ms (NaN without a return); the GPU must have passed the end event."""
-        return float(self.start.elapsed_time(self.end)) if self.returned else math.nan
-
-
-class EventPairTimer:
-    """A :class:`CallTimer` that records an event at each call's start and return.
-
-    ``new_event`` makes one event (CUDA-only in practice; a fake on CPU in tests). The pairs
-    stay in memory, one per cycle in cycle order (``calls``), not in the run file: they are
-    the cross-check's reference, not something a run file's reader needs.
-    """
-
-    def __init__(self, new_event: Callable[[], TimingEvent]) -> None:
-        self._new_event = new_event
-        self.calls: list[TimedCall] = []
-
-    def call_started(self, label: str, warmup: bool) -> None:
-        # As a user times a call: both event objects made first, ``start.record()``, the
-        # call, ``end.record()`` (torch creates each CUDA event at its first record, as in
-        # user code and triton's do_bench). Measured on the H100, 2026-11-24
-        # (docs/howto/benchmarks.md, "In-situ results"): an extra record of the end event
-        # before the start shifted GPU-bound cases by ~1.3 us, and did not change when a
-        # host-bound call's end event reached the GPU.
-        start, end = self._new_event(), self._new_event()
-        start.record()
-        self.calls.append(TimedCall(label, warmup, start, end))
-
-    def call_returned(self) -> None:
-        calls = self.calls
-        if calls and not calls[-1].returned:
-            last = calls[-1]
-            last.returned = True
-            last.end.record()  # last: the collector's return stamp follows it at once
-
-
-_call_timer: CallTimer | None = None
-
-
-def set_call_timer(timer: CallTimer | None) -> CallTimer | None:
-    """Install (or remove, with None) the process-wide call timer; returns the previous one.
-
-    It is told about cycles opened through the active recorder only (none without a
-    collector), right after the recorder, so its events follow the collector's marks.
-    """
-    global _call_timer
-    previous = _call_timer
-    _call_timer = timer
-    return previous
-
-
-def _timer_started(label: str, warmup: bool) -> None:
-    timer = _call_timer
-    if timer is not None:
-        timer.call_started(label, warmup)
-
-
 __all__ = [
-    "CallTimer",
     "CycleMarker",
     "CycleRecorder",
-    "EventPairTimer",
     "NullMarker",
     "RecorderMarker",
-    "TimedCall",
-    "TimingEvent",
     "active_marker",
     "call_returned",
     "cycle",
     "end_cycle",
     "mark_cycle",
     "set_active_recorder",
-    "set_call_timer",
 ]

@@ -94,11 +94,11 @@ def compare_tables(
                 f"{meta.source}: the {label} side has no measured cycles (all warm-up or empty); "
                 "record more cycles"
             )
-    check_comparable(metas[0], metas[1], force=opts.force)
+    forced_notes = check_comparable(metas[0], metas[1], force=opts.force)
     abnormal_aligned, pid_note = align_pids(tables[0], tables[1])
     tables = (tables[0], abnormal_aligned)
     comparable = cycles_comparable(tables[0], tables[1])
-    notes = list(_notes(tables, metas, comparable))
+    notes = [*forced_notes, *_notes(tables, metas, comparable)]
     if pid_note:
         notes.append(pid_note)
     if opts.seed_compatible:
@@ -150,7 +150,7 @@ def compare_tables(
         test_unit=unit,
         options=opts,
         mde_pct=mde_pct,
-        notes=tuple(notes),
+        notes=tuple(dict.fromkeys(notes)),
     )
 
 
@@ -174,10 +174,10 @@ def _notes(
     comparable: bool,
 ) -> list[str]:
     notes: list[str] = []
-    if not comparable:
-        notes.append(cut_differently_note(tables[0], tables[1]))
     for meta in metas:
         notes.extend(meta.warnings)
+    if not comparable:
+        notes.append(cut_differently_note(tables[0], tables[1]))
     for table, label in zip(tables, ("normal", "abnormal"), strict=True):
         pids = sorted(set(table[C.PID]))
         if len(pids) > 1:

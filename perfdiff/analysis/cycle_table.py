@@ -15,7 +15,7 @@ Why these choices:
   round differently). No Python loop per launch and no DataFrame per launch: a million launches
   build in a few tenths of a second (bench/README.md, scale benchmark). The result is identical,
   row for row and bit for bit, to the straightforward pandas version this replaced
-  (tests/reference_cycle_table.py, checked by tests/unit/test_scale_cycle_table.py).
+  (tests/reference_cycle_table.py, checked by tests/analysis/test_scale_cycle_table.py).
 """
 
 from __future__ import annotations

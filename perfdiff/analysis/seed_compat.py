@@ -29,7 +29,6 @@ from scipy import stats as sps
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.findings import finding_of
 from perfdiff.analysis.inventory import inventory_changes
-from perfdiff.analysis.latencyprism import LP_MU_SCALE
 from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
@@ -47,6 +46,7 @@ from perfdiff.analysis.summary import (
     side_summary,
 )
 from perfdiff.analysis.units import side_units
+from perfdiff.readers.latencyprism import LP_MU_SCALE
 
 KEY = [C.PID, C.DEVICE, C.FUNCTION, C.METRIC]
 EVERY_CYCLE = 10**9  # "batches" of one cycle each

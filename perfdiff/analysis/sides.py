@@ -13,9 +13,10 @@ from pathlib import Path
 import pandas as pd
 
 from perfdiff.analysis.cycle_table import cycle_table
-from perfdiff.analysis.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
 from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.errors import InputError
+from perfdiff.inputs import require_input
+from perfdiff.readers.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
 
@@ -45,7 +46,7 @@ class Side:
 
 def load_side(path: str | Path) -> Side:
     """Load a run file or a LatencyPrism ``*_perf_data`` folder (InputError on anything else)."""
-    p = Path(path)
+    p = require_input(path, folder_ok=True)
     if p.is_file() and p.name == PERF_FILE:  # the CSV itself: take its folder
         p = p.parent
     if p.is_dir():

@@ -38,20 +38,31 @@ from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_o
 from perfdiff.errors import IncomparableRunsError
 
 
-def check_comparable(normal: SideMeta, abnormal: SideMeta, *, force: bool) -> None:
-    """Refuse different GPU models or workloads (one line naming both) unless ``force``."""
-    if force:
-        return
+def check_comparable(normal: SideMeta, abnormal: SideMeta, *, force: bool) -> list[str]:
+    """The one comparability rule: refuse different GPU models, or different workloads of two
+    run files, in one line naming both; with ``force``, return the notes the report leads with.
+
+    A LatencyPrism folder's "workload" is only its parent folder's name: never refused on.
+    """
+    from perfdiff.analysis.sides import RUN_FILE_KIND
+
+    problems = []
     if normal.gpu_models and abnormal.gpu_models and normal.gpu_models != abnormal.gpu_models:
-        raise IncomparableRunsError(
-            f"{normal.source} ran on {', '.join(normal.gpu_models)} but {abnormal.source} on "
-            f"{', '.join(abnormal.gpu_models)}; compare runs from one GPU model, or pass --force"
+        problems.append(
+            f"different GPU models ({', '.join(normal.gpu_models)} vs "
+            f"{', '.join(abnormal.gpu_models)})"
         )
-    if normal.workload and abnormal.workload and normal.workload != abnormal.workload:
+    both_run_files = normal.kind == abnormal.kind == RUN_FILE_KIND
+    if both_run_files and normal.workload and abnormal.workload and (
+        normal.workload != abnormal.workload
+    ):
+        problems.append(f"different workloads ({normal.workload} vs {abnormal.workload})")
+    if problems and not force:
         raise IncomparableRunsError(
-            f"{normal.source} recorded workload {normal.workload!r} but {abnormal.source} "
-            f"{abnormal.workload!r}; compare runs of one workload, or pass --force"
+            f"{normal.source} and {abnormal.source} cannot be compared: {'; '.join(problems)}; "
+            "pass --force to compare them anyway"
         )
+    return [f"Compared with --force despite {p}." for p in problems]
 
 
 def cycles_comparable(normal: pd.DataFrame, abnormal: pd.DataFrame) -> bool:

@@ -48,6 +48,7 @@ def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
 @app.command()
 def bench(
     runs: Annotated[list[Path], typer.Argument(
+        readable=False,  # perfdiff.inputs says why in one line (exit 3), not click (exit 2)
         help="One run file (its tables) or two (BEFORE AFTER: the second flagged against "
         "the first).")],
     *,
@@ -72,7 +73,8 @@ def bench(
     spread_factor: Annotated[float, typer.Option(
         help="...and this many times the case's within-run spread (robust CV).")] = 3.0,
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write the markdown here instead of printing.")] = None,
+        "--output", "-o", readable=False,
+        help="Write the markdown here instead of printing.")] = None,
     plain: Annotated[bool, typer.Option(
         "--plain", help="Markdown even on a terminal (what a pipe gets).")] = False,
     fail_on_regression: Annotated[bool, typer.Option(
@@ -81,6 +83,10 @@ def bench(
         "--force", help="Compare runs of different workloads or GPU models.")] = False,
 ) -> None:
     """Benchmark tables per case (rmsnorm, linalg), optionally flagged against a first run."""
+    from perfdiff.inputs import require_input
+
+    for path in runs:  # before the heavy imports: a missing file in a blink
+        require_input(path)
     # imported here, not at module level: scipy/pandas/numpy cost about a second, and every
     # perfdiff command (even --help) imports every command module to register it
     from rich.console import Console
@@ -91,6 +97,7 @@ def bench(
         compare_cases,
         select_measure,
     )
+    from perfdiff.output import write_atomic
     from perfdiff.report.bench_table import bench_view, render_markdown, render_rich
     from perfdiff.schema.io import load_run_file
 
@@ -108,7 +115,7 @@ def bench(
         changes = compare_cases(before, after, rules)
     view = bench_view(before, after, changes, rules, baseline=baseline, target=target)
     if output is not None:
-        output.write_text(render_markdown(view), encoding="utf-8")
+        write_atomic(output, render_markdown(view), inputs=runs, what="the tables")
         typer.echo(f"perfdiff: wrote {output}")
     elif sys.stdout.isatty() and not plain:
         render_rich(view, Console())

@@ -9,7 +9,6 @@ exit code says which happened (docs/reference/exit-codes.md).
 from __future__ import annotations
 
 import shlex
-import signal
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from perfdiff.cli.app import app
+from perfdiff.collect.settings import DEFAULT_NVML_INTERVAL_MS, DEFAULT_SAMPLE_INTERVAL_NS
 from perfdiff.errors import ExitCode, WorkloadError
 
 if TYPE_CHECKING:  # numpy behind it: imported by the collect code when it runs, not at start-up
@@ -124,7 +124,8 @@ class _Progress:
 
 
 _WORKLOAD_HELP = "Built-in workload: gpt-infer, train-step, ... (--list shows all)."
-_OutputOpt = typer.Option("--output", "-o", help="Run file to write (.json or .json.gz).")
+_OutputOpt = typer.Option("--output", "-o", readable=False,
+                          help="Run file to write (.json or .json.gz).")
 _ParamOpt = typer.Option("--param", "-p", help="Workload parameter KEY=VALUE (repeatable).")
 _MetricOpt = typer.Option("--metric", help="PM-sampling metric to add (repeatable).")
 _OnlyOpt = typer.Option("--only-metrics", help="--metric replaces the defaults, not adds.")
@@ -167,8 +168,9 @@ def collect(
     metric: Annotated[list[str] | None, _MetricOpt] = None,
     only_metrics: Annotated[bool, _OnlyOpt] = False,
     sample_interval_ns: Annotated[int, typer.Option(help="PM sampling interval (ns of GPU time).")]
-    = 20_000,
-    nvml_interval_ms: Annotated[float, typer.Option(help="NVML polling interval in ms.")] = 10.0,
+    = DEFAULT_SAMPLE_INTERVAL_NS,
+    nvml_interval_ms: Annotated[float, typer.Option(help="NVML polling interval in ms.")]
+    = DEFAULT_NVML_INTERVAL_MS,
     no_pm: Annotated[bool, typer.Option("--no-pm", help="Do not PM-sample.")] = False,
     no_nvml: Annotated[bool, typer.Option("--no-nvml", help="Do not poll NVML.")] = False,
     no_memory: Annotated[bool, typer.Option("--no-memory", help="Do not trace memcpy/memset.")]
@@ -186,13 +188,13 @@ def collect(
     untraced_every: Annotated[int, _UntracedOpt] = 8,
 ) -> None:
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
+    from perfdiff.cli.saving import save_recording
     from perfdiff.collect.contend import Contender
     from perfdiff.collect.pm_sampling import DEFAULT_METRICS
     from perfdiff.collect.session import CollectSettings, run_collection
     from perfdiff.collect.sources import open_sources
     from perfdiff.collect.workloads import get_workload_class
     from perfdiff.collect.workloads.base import CyclePlan, WorkloadParamError
-    from perfdiff.schema.io import save_run_file
 
     if list_workloads:
         typer.echo(_list_workloads())
@@ -230,8 +232,6 @@ def collect(
     mode = _contend_mode(contend_mode)
     if not contend_period_ms > 0:
         raise WorkloadParamError(f"--contend-period-ms must be positive, got {contend_period_ms}")
-    if sample_interval_ns <= 0:
-        raise WorkloadParamError(f"--sample-interval-ns must be positive, got {sample_interval_ns}")
     extra = list(metric or [])
     metrics = tuple(extra) if only_metrics else tuple(dict.fromkeys((*DEFAULT_METRICS, *extra)))
     settings = CollectSettings(
@@ -259,12 +259,9 @@ def collect(
             replace(settings, exclude_streams=neighbour.excluded_streams),
             device=opened.device, extra_params=extra_params, progress=progress,
         )
-    # A second Ctrl-C must not leave a half-written file: ignore it while saving.
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        path = save_run_file(outcome.run_file, output)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    path, unsaved = save_recording(outcome.run_file, output)
+    if unsaved is not None:
+        typer.echo(f"perfdiff: error: {unsaved}", err=True)
     for warning in outcome.run_file.collection.warnings:
         if warning not in opened.sources.warnings:
             typer.echo(f"perfdiff: warning: {warning}", err=True)
@@ -277,3 +274,5 @@ def collect(
             f"workload '{workload}' failed: {outcome.run_file.status.reason}; "
             f"partial run file written to {path}"
         )
+    if unsaved is not None:
+        raise typer.Exit(unsaved.exit_code)

@@ -12,7 +12,6 @@ import dataclasses
 import importlib.util
 import os
 import shlex
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,41 +48,36 @@ def collect_program(
     ``contend`` > 0 keeps GPU ``contend_device`` busy with a competing process for the whole
     collection (every run): an abnormal condition made without touching card settings.
     """
+    from perfdiff.cli.saving import save_recording
     from perfdiff.collect.contend import Contender
     from perfdiff.collect.inject.config import InjectConfig
     from perfdiff.collect.user_program import run_program
-    from perfdiff.schema.io import save_run_file
 
     if cycle_ms is not None and cycle_ms <= 0:
         raise WorkloadParamError(f"--cycle-ms must be positive, got {cycle_ms}")
-    if untraced_every < 0 or untraced_every == 1:
-        raise WorkloadParamError(f"--untraced-every must be 0 (off) or at least 2, got "
-                                 f"{untraced_every}")
     if cycle_ms is not None and cycle_range:
         raise WorkloadParamError("give --cycle-range or --cycle-ms, not both")
     backend = os.environ.get(BACKEND_ENV, "cupti")
-    if backend == "cupti" and importlib.util.find_spec("cupti") is None:
-        raise CollectorUnavailableError(
-            "cannot collect: cupti-python is not installed; install it with: "
-            "pip install 'perfdiff[collect]' (cupti-python>=13.4)"
-        )
     config = InjectConfig(
         shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms, warmup=warmup,
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
         untraced_every=untraced_every,
     )
+    if backend == "cupti" and importlib.util.find_spec("cupti") is None:
+        raise CollectorUnavailableError(
+            "cannot collect: cupti-python is not installed; install it with: "
+            "pip install 'perfdiff[collect]' (cupti-python>=13.4)"
+        )
     if not 0.0 <= contend <= 1.0:
         raise WorkloadParamError(f"--contend must be between 0 and 1, got {contend}")
     with Contender(contend, contend_device):
         outcome = run_program(command, config, runs,
                               echo=lambda text: typer.echo(text, err=True))
     run_file = _with_provenance(outcome.run_file)
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # never half a file
-    try:
-        path = save_run_file(run_file, output)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    path, unsaved = save_recording(run_file, output)
+    if unsaved is not None:
+        typer.echo(f"perfdiff: error: {unsaved}", err=True)
     for warning in run_file.collection.warnings:
         typer.echo(f"perfdiff: warning: {warning}", err=True)
     typer.echo(program_summary(run_file, path), err=True)
@@ -93,6 +87,8 @@ def collect_program(
             f"{path} (marked incomplete)", err=True,
         )
         raise typer.Exit(outcome.exit_code)
+    if unsaved is not None:
+        raise typer.Exit(unsaved.exit_code)
 
 
 def _with_provenance(run_file: RunFile) -> RunFile:

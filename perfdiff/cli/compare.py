@@ -1,28 +1,23 @@
 """``perfdiff compare NORMAL ABNORMAL``: load both sides, compare, render, gate CI.
 
-Thin on purpose: options become a :class:`CompareOptions`; the statistics are
-``perfdiff.analysis.comparison.compare_tables``; the text is one of the pure renderers in
-``perfdiff.report``. What lives here is only what needs both sides' metadata or the process:
-the "can these be compared?" check, labels and sources on the result, where the output goes,
-and the ``--fail-on-regression`` exit code.
+Thin on purpose: options become a :class:`CompareOptions`; loading, the comparability rule and
+the statistics are one call (``perfdiff.analysis.entry.compare_inputs``); the text is one of
+the pure renderers in ``perfdiff.report``. What lives here is only the process: where the
+output goes and the ``--fail-on-regression`` exit code.
 """
 
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from perfdiff.analysis.model import CompareOptions, Comparison, SideSummary
+from perfdiff.analysis.model import CompareOptions
 from perfdiff.cli.app import app
-from perfdiff.errors import ExitCode, IncomparableRunsError, InputError
-
-if TYPE_CHECKING:
-    from perfdiff.analysis.sides import SideMeta
+from perfdiff.errors import ExitCode
 
 # The analysis (pandas, scipy) and the renderers are imported inside the functions that use
 # them: every perfdiff command, --help included, imports every command module to register it,
@@ -34,97 +29,18 @@ class OutputFormat(StrEnum):
     json = "json"
 
 
-def check_comparable(normal: SideMeta, abnormal: SideMeta, *, force: bool) -> list[str]:
-    """Refuse different GPU models or workloads (one line), or return notes when forced."""
-    from perfdiff.analysis.sides import RUN_FILE_KIND
-
-    problems = []
-    if normal.gpu_models and abnormal.gpu_models and normal.gpu_models != abnormal.gpu_models:
-        problems.append(
-            f"different GPU models ({', '.join(normal.gpu_models)} vs "
-            f"{', '.join(abnormal.gpu_models)})"
-        )
-    # a LatencyPrism folder's "workload" is only its parent folder's name: never refuse on it
-    both_run_files = normal.kind == abnormal.kind == RUN_FILE_KIND
-    if both_run_files and normal.workload and abnormal.workload and (
-        normal.workload != abnormal.workload
-    ):
-        problems.append(f"different workloads ({normal.workload} vs {abnormal.workload})")
-    if problems and not force:
-        raise IncomparableRunsError(
-            f"{normal.source} and {abnormal.source} cannot be compared: {'; '.join(problems)}; "
-            "pass --force to compare them anyway"
-        )
-    return [f"Compared with --force despite {p}." for p in problems]
-
-
-def _with_meta(summary: SideSummary, meta: SideMeta, label: str) -> SideSummary:
-    return replace(
-        summary,
-        label=label,
-        source=meta.source,
-        workload=summary.workload or meta.workload,
-        environment=summary.environment or meta.environment,
-    )
-
-
-def _unique(notes: list[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(notes))
-
-
-def build_comparison(normal_path: Path, abnormal_path: Path, options: CompareOptions,
-                     labels: tuple[str, str] = ("normal", "abnormal")) -> Comparison:
-    """Load both inputs and compare them (the one function this command calls)."""
-    from perfdiff.analysis.comparison import compare_tables
-    from perfdiff.analysis.sides import load_side
-
-    normal = load_side(normal_path)
-    abnormal = load_side(abnormal_path)
-    forced_notes = check_comparable(normal.meta, abnormal.meta, force=options.force)
-    try:
-        result = compare_tables(normal.table, abnormal.table, options)
-    except InputError as exc:
-        raise InputError(_name_the_side(str(exc), normal_path, abnormal_path)) from exc
-    notes = [*forced_notes, *normal.meta.warnings, *abnormal.meta.warnings, *result.notes]
-    return replace(
-        result,
-        normal=_with_meta(result.normal, normal.meta, labels[0]),
-        abnormal=_with_meta(result.abnormal, abnormal.meta, labels[1]),
-        notes=_unique(notes),
-    )
-
-
-def _name_the_side(message: str, normal_path: Path, abnormal_path: Path) -> str:
-    """The statistics see tables, not files: put the input's path where they say "<table>"."""
-    if not message.startswith("<table>"):
-        return message
-    if "abnormal side" in message:
-        where = str(abnormal_path)
-    elif "normal side" in message:
-        where = str(normal_path)
-    else:
-        where = f"{normal_path} vs {abnormal_path}"
-    return where + message[len("<table>"):]
-
-
-def _write_output(text: str, output: Path) -> None:
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{output}: cannot write the report ({exc.strerror}); "
-                         "check the path and permissions") from exc
-
-
 @app.command()
 def compare(
     normal: Annotated[Path, typer.Argument(
+        readable=False,  # perfdiff.inputs says why in one line (exit 3), not click (exit 2)
         help="Baseline: a run file (.json/.json.gz) or a LatencyPrism '*_perf_data' folder.")],
     abnormal: Annotated[Path, typer.Argument(
+        readable=False,
         help="The run to explain, same kinds of input as NORMAL.")],
     *,
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write the report to this file instead of stdout.")] = None,
+        "--output", "-o", readable=False,
+        help="Write the report to this file instead of stdout.")] = None,
     output_format: Annotated[OutputFormat, typer.Option(
         "--format", help="markdown (the report) or json (every number, full names, "
         "versioned envelope).")] = OutputFormat.markdown,
@@ -147,8 +63,8 @@ def compare(
         help="Exit with code 1 when the cycle time, or a function's time per cycle (as % of "
         "cycle time), got significantly slower by more than PCT %.")] = None,
     plots: Annotated[Path | None, typer.Option(
-        "--plots", help="Write PNG plots into this folder (needs matplotlib: pip install "
-        "'perfdiff\\[plots]').")] = None,
+        "--plots", readable=False, help="Write PNG plots into this folder (needs "
+        "matplotlib: pip install 'perfdiff\\[plots]').")] = None,
     seed_compatible: Annotated[bool, typer.Option(
         "--seed-compatible", help="Reproduce LatencyPrism's numbers, ranking and sections "
         "1-2 layout.")] = False,
@@ -160,8 +76,14 @@ def compare(
         "--label-abnormal", help="Name of the ABNORMAL side in the report.")] = "abnormal",
 ) -> None:
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
+    from perfdiff.inputs import require_input
+
+    for path in (normal, abnormal):  # before the heavy imports: a missing file in a blink
+        require_input(path, folder_ok=True)
     from rich.console import Console
 
+    from perfdiff.analysis.entry import compare_inputs
+    from perfdiff.output import write_atomic
     from perfdiff.report.gate import regressions
     from perfdiff.report.json_report import render_json
     from perfdiff.report.markdown import render_markdown
@@ -174,13 +96,13 @@ def compare(
         from perfdiff.report.plots import ensure_plotting
 
         ensure_plotting()
-    comparison = build_comparison(normal, abnormal, options, (label_normal, label_abnormal))
+    comparison = compare_inputs(normal, abnormal, options, (label_normal, label_abnormal))
     if output_format is OutputFormat.json:
         text = render_json(comparison)
     else:
         text = render_markdown(comparison, max_rows=rows or None)
     if output is not None:
-        _write_output(text, output)
+        write_atomic(output, text, inputs=(normal, abnormal), what="the report")
     elif output_format is OutputFormat.markdown and sys.stdout.isatty():
         render_terminal(comparison, Console())
     else:

@@ -72,7 +72,8 @@ def _rich_names(rows: list[NameRow], console: Console) -> None:
 
 @app.command()
 def kernels(
-    run_file: Annotated[Path, typer.Argument(help="Run file (.json or .json.gz).")],
+    run_file: Annotated[Path, typer.Argument(
+        readable=False, help="Run file (.json or .json.gz).")],
     *,
     by: Annotated[ByOption, typer.Option(
         "--by", help="launch: every launch in launch order (the seeds' table); "
@@ -95,6 +96,9 @@ def kernels(
         "fixed-width text.")] = False,
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
+    from perfdiff.inputs import require_input
+
+    require_input(run_file)  # before the heavy imports: a missing file in a blink
     from rich.console import Console
 
     from perfdiff.report.kernel_table import (

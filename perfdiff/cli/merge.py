@@ -14,8 +14,9 @@ import typer
 
 from perfdiff.cli.app import app
 
-_InputsArg = typer.Argument(help="Run files to merge (.json or .json.gz), in order.")
-_OutputOpt = typer.Option("--output", "-o", help="Merged run file to write.")
+_InputsArg = typer.Argument(readable=False,
+                             help="Run files to merge (.json or .json.gz), in order.")
+_OutputOpt = typer.Option("--output", "-o", readable=False, help="Merged run file to write.")
 _ForceOpt = typer.Option(help="Merge even when the inputs' workload names differ.")
 
 
@@ -27,12 +28,16 @@ def merge(
     force: Annotated[bool, _ForceOpt] = False,
 ) -> None:
     """Merge run files (ranks of one job, or repeated runs) into one run file."""
+    from perfdiff.inputs import require_input
+
+    for path in inputs:  # before the heavy imports: a missing file in a blink
+        require_input(path)
     from perfdiff.collect.merge import merge_run_files
     from perfdiff.schema.io import load_run_file, save_run_file
 
     files = [load_run_file(p) for p in inputs]
     merged = merge_run_files(files, [str(p) for p in inputs], force=force)
-    path = save_run_file(merged, output)
+    path = save_run_file(merged, output, inputs=inputs)
     ranks = sorted({r.rank for r in merged.runs if r.rank is not None})
     devices = sorted({int(d) for r in merged.runs for d in set(r.kernels.device.tolist())})
     state = "" if merged.status.state == "complete" else f" [INCOMPLETE: {merged.status.reason}]"

@@ -22,10 +22,14 @@ from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.overhead import UntracedCycles, with_hold
-from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS, coverage_warning
+from perfdiff.collect.pm_sampling import DEFAULT_METRICS, coverage_warning
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
+from perfdiff.collect.settings import (
+    DEFAULT_NVML_INTERVAL_MS,
+    DEFAULT_SAMPLE_INTERVAL_NS,
+    check_settings,
+)
 from perfdiff.collect.workloads.base import CyclePlan, Workload
-from perfdiff.errors import InputError
 from perfdiff.markers import RecorderMarker, set_active_recorder
 from perfdiff.schema.model import (
     Collection,
@@ -45,10 +49,10 @@ class CollectSettings:
     """What to record; defaults are the documented ones (docs/howto/collect.md)."""
 
     metrics: tuple[str, ...] = DEFAULT_METRICS
-    sample_interval_ns: int = DEFAULT_INTERVAL_NS
+    sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
     pm_sampling: bool = True
     nvml: bool = True
-    nvml_interval_ms: float = 10.0
+    nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
     trace_memory: bool = True
     # launch API records for cycle assignment; False: boundary marks (boundary_marks.py), the
     # default since they cost ~2 % less of cycle time
@@ -61,9 +65,9 @@ class CollectSettings:
     untraced_every: int = 8
 
     def __post_init__(self) -> None:
-        if self.untraced_every < 0 or self.untraced_every == 1:
-            raise InputError(f"--untraced-every must be 0 (off) or at least 2, got "
-                             f"{self.untraced_every}")
+        check_settings(sample_interval_ns=self.sample_interval_ns,
+                       nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
+                       device_index=self.device_index, untraced_every=self.untraced_every)
 
 
 @dataclass(frozen=True)

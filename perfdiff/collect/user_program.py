@@ -36,7 +36,7 @@ from perfdiff import __version__
 from perfdiff.collect.inject.child import program_name, program_params
 from perfdiff.collect.inject.config import SHARD_GLOB, InjectConfig, child_environment
 from perfdiff.collect.merge import merge_run_files
-from perfdiff.errors import CollectorUnavailableError, InputError
+from perfdiff.errors import InputError, UsageError
 from perfdiff.schema.io import empty_transfer_table, load_run_file
 from perfdiff.schema.model import (
     Collection,
@@ -51,10 +51,8 @@ from perfdiff.schema.model import (
 from perfdiff.schema.versions import CURRENT_VERSION
 
 
-class ProgramNotFoundError(CollectorUnavailableError):
-    """CMD names no program that can be started."""
-
-    exit_code = 2  # ExitCode.USAGE: a command-line mistake
+class ProgramNotFoundError(UsageError):
+    """CMD names no program that can be started (a command-line mistake)."""
 
 
 @dataclass(frozen=True)

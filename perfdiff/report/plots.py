@@ -13,16 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from perfdiff.analysis.model import Comparison
-from perfdiff.errors import ExitCode, InputError, PerfdiffError
+from perfdiff.errors import InputError, UsageError
 from perfdiff.report.format import display_name
 
 TOP_FUNCTIONS = 10
 
 
-class PlotsUnavailableError(PerfdiffError):
+class PlotsUnavailableError(UsageError):
     """matplotlib is not installed (the ``plots`` extra): the option cannot be honoured here."""
-
-    exit_code = ExitCode.USAGE
 
 
 def ensure_plotting() -> None:

@@ -1,8 +1,9 @@
 """Read and write run files (.json and .json.gz), with a version gate and one-line errors.
 
 Why hand-written converters: raw dicts live only at this edge; every field is checked once
-here so that nothing downstream needs to ask "is this key there?". Writes are atomic (temp file
-in the same directory + ``os.replace``) so an interrupted collection never leaves half a file.
+here so that nothing downstream needs to ask "is this key there?". Writes go through
+``perfdiff.output`` (atomic, never over an input) so an interrupted collection never leaves half a
+file.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import gzip
 import json
 import math
 import os
-import tempfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +21,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from perfdiff.errors import InputError, SchemaVersionError
+from perfdiff.inputs import require_input
+from perfdiff.output import write_atomic
 from perfdiff.schema import numeric_json
 from perfdiff.schema.model import (
     Collection,
@@ -36,6 +38,7 @@ from perfdiff.schema.model import (
     TransferTable,
     Workload,
 )
+from perfdiff.schema.sense import check_run_file
 from perfdiff.schema.versions import (
     CURRENT_VERSION,
     MIGRATIONS,
@@ -61,14 +64,12 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
 
 
 def _read_json(p: Path) -> Any:
-    if not p.exists():
-        raise InputError(f"{p}: no such file; check the path (run files end in .json or .json.gz)")
-    if p.is_dir():
-        raise InputError(f"{p}: is a folder, not a run file")
+    require_input(p)
     try:
         data = p.read_bytes()
     except OSError as exc:
-        raise InputError(f"{p}: cannot read ({exc.strerror})") from exc
+        raise InputError(f"{p}: cannot be read ({exc.strerror}); check the file and its "
+                         "permissions") from exc
     if data[:2] == b"\x1f\x8b":
         try:
             data = _gunzip(data)
@@ -77,18 +78,20 @@ def _read_json(p: Path) -> Any:
                 f"{p}: gzip data is truncated or corrupt ({exc}); re-copy or re-record the file"
             ) from exc
     if not data or data.isspace():  # what `not data.strip()` says, without copying the file
-        raise InputError(f"{p}: file is empty")
+        raise InputError(f"{p}: file is empty; re-copy it or re-record the run")
     fast = numeric_json.loads(data)
     if fast is not None:
         return fast
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: not a run file (not UTF-8 text)") from exc
+        raise InputError(f"{p}: not a run file (not UTF-8 text); pass a .json or .json.gz file "
+                         "written by perfdiff") from exc
     try:
         return json.loads(text)
     except RecursionError as exc:
-        raise InputError(f"{p}: not a run file (JSON nested too deeply)") from exc
+        raise InputError(f"{p}: not a run file (JSON nested too deeply); pass a run file "
+                         "written by perfdiff") from exc
     except json.JSONDecodeError as exc:
         hint = "file is truncated" if exc.pos >= len(text.rstrip()) - 1 else "not valid JSON"
         raise InputError(
@@ -116,7 +119,8 @@ def _gunzip(data: bytes) -> bytes:
 def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
     """Validate a decoded JSON document and build the typed :class:`RunFile`."""
     if not isinstance(raw, dict):
-        raise InputError(f"{source}: not a perfdiff run file (top level is not a JSON object)")
+        raise InputError(f"{source}: not a perfdiff run file (top level is not a JSON object); "
+                         "pass a run file written by 'perfdiff collect'")
     version_text = _plain_json(raw.get("schema_version"))
     if version_text is None:
         raise InputError(
@@ -125,7 +129,8 @@ def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
         )
     version = parse_version(version_text)
     if version is None:
-        raise InputError(f"{source}: malformed schema_version {version_text!r} (expected 'M.N')")
+        raise InputError(f"{source}: malformed schema_version {version_text!r} (expected "
+                         "'M.N'); re-record it with 'perfdiff collect' or re-copy it")
     major = version[0]
     supported = ", ".join(f"{m}.x" for m in SUPPORTED_MAJORS)
     if major not in SUPPORTED_MAJORS and major not in MIGRATIONS:
@@ -139,9 +144,12 @@ def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
         raw = MIGRATIONS[major](raw)
         major += 1
     try:
-        return _build_run_file(raw)
+        run_file = _build_run_file(raw)
     except _Malformed as exc:
-        raise InputError(f"{source}: malformed run file: {exc}") from None
+        raise InputError(f"{source}: malformed run file: {exc}; the file was damaged or not "
+                         "written by perfdiff: re-copy it or re-record the run") from None
+    check_run_file(run_file, source)
+    return run_file
 
 
 def _get(d: Mapping[str, Any], key: str, where: str) -> Any:
@@ -462,25 +470,16 @@ def _run_to_dict(run: Run) -> dict[str, Any]:
     }
 
 
-def save_run_file(run_file: RunFile, path: str | os.PathLike[str]) -> Path:
-    """Write atomically: temp file beside the target, fsync, rename. ``.gz`` suffix -> gzip."""
+def save_run_file(run_file: RunFile, path: str | os.PathLike[str], *,
+                  inputs: Iterable[str | os.PathLike[str]] = ()) -> Path:
+    """Write through :func:`perfdiff.output.write_atomic` (atomic, never over one of
+    ``inputs``, one-line :class:`perfdiff.errors.OutputError`). ``.gz`` suffix -> gzip."""
     target = Path(path)
     payload = json.dumps(run_file_to_dict(run_file), separators=(",", ":"), allow_nan=False)
     data = payload.encode("utf-8")
     if target.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6, mtime=0)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, target)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return target
+    return write_atomic(target, data, inputs=inputs, what="the run file")
 
 
 def empty_transfer_table() -> TransferTable:

@@ -20,7 +20,7 @@ Results are identical to ``json.loads`` followed by ``numpy.asarray``, by constr
 - Validators that want something other than what was parsed (an int64 column of floats, a list
   of booleans or strings, a plain value) call :meth:`NumberArray.as_list`, the very list
   ``json.loads`` would have produced.
-- tests/unit/test_schema_fast_load.py checks all of this against ``json.loads``.
+- tests/schema/test_schema_fast_load.py checks all of this against ``json.loads``.
 """
 
 from __future__ import annotations

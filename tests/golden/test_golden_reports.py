@@ -2,7 +2,7 @@
 
 Regenerate with ``pytest tests/golden --update-golden`` and review ``git diff tests/golden``.
 The expected files are our outputs (not copies of the input data). Inputs:
-- the LatencyPrism SGLang incidents under /work/shared/latencyprism (skipped when absent);
+- the LatencyPrism SGLang incidents under ../shared/latencyprism (skipped when absent);
 - the GPU fixtures under fixtures/ recorded by ``perfdiff collect`` (skipped until they exist).
 """
 
@@ -15,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from perfdiff.analysis.entry import compare_inputs
 from perfdiff.analysis.model import CompareOptions, Comparison
-from perfdiff.cli.compare import build_comparison
 from perfdiff.report.markdown import render_markdown
+from tests.shared_data import missing_reason, shared
 
 GOLDEN = Path(__file__).parent
 REPO = GOLDEN.parents[1]
-LATENCYPRISM = Path(os.environ.get("PERFDIFF_LATENCYPRISM", "/work/shared/latencyprism"))
-SEED_REPORT = Path(os.environ.get("PERFDIFF_SEEDS", "/work/shared/seeds")) / (
+LATENCYPRISM = Path(os.environ.get("PERFDIFF_LATENCYPRISM", shared("latencyprism")))
+SEED_REPORT = Path(os.environ.get("PERFDIFF_SEEDS", shared("seeds"))) / (
     "strict-comparison-report.md"
 )
 FIXTURE_PAIRS = {
@@ -66,7 +67,7 @@ def _latencyprism(scenario: str, seed_compatible: bool) -> Comparison:
 def _compare_latencyprism(folder: Path, seed_compatible: bool) -> Comparison:
     """Cached: two tests read the same seed-compatible comparison (a few seconds each)."""
     options = CompareOptions(seed_compatible=seed_compatible)
-    comparison = build_comparison(folder / "normal_perf_data", folder / "abnormal_perf_data",
+    comparison = compare_inputs(folder / "normal_perf_data", folder / "abnormal_perf_data",
                                   options)
     return _portable(comparison, LATENCYPRISM)
 
@@ -82,7 +83,7 @@ def test_latencyprism_gpu_instability(seed_compatible: bool, update_golden: bool
 def test_seed_compatible_sections_1_and_2_reproduce_the_seed() -> None:
     """Issue 3 acceptance: sections 1 and 2 equal LatencyPrism's report character for character."""
     if not SEED_REPORT.exists():
-        pytest.skip(f"seed report not found at {SEED_REPORT}")
+        pytest.skip(missing_reason(SEED_REPORT))
     comparison = _latencyprism("gpu_instability", seed_compatible=True)
     ours = render_markdown(comparison)
     seed = SEED_REPORT.read_text(encoding="utf-8").replace("\r\n", "\n")
@@ -101,7 +102,7 @@ def test_gpu_fixture_reports(workload: str, update_golden: bool) -> None:
     normal, abnormal = REPO / "fixtures" / normal_name, REPO / "fixtures" / abnormal_name
     if not (normal.exists() and abnormal.exists()):
         pytest.skip(f"GPU fixtures {normal_name} / {abnormal_name} not recorded yet")
-    comparison = _portable(build_comparison(normal, abnormal, CompareOptions()), REPO)
+    comparison = _portable(compare_inputs(normal, abnormal, CompareOptions()), REPO)
     check_golden(render_markdown(comparison), f"fixtures-{workload}.md", update_golden)
 
 
@@ -113,7 +114,7 @@ def test_contended_gpt_infer_puts_gemm_and_tensor_utilisation_first() -> None:
     normal, abnormal = REPO / "fixtures" / normal_name, REPO / "fixtures" / abnormal_name
     if not (normal.exists() and abnormal.exists()):
         pytest.skip("GPU fixtures not recorded yet")
-    comparison = build_comparison(normal, abnormal, CompareOptions())
+    comparison = compare_inputs(normal, abnormal, CompareOptions())
     assert comparison.findings, "no finding for a run contended half of the time"
     first = comparison.findings[0]
     gemm_families = ("gemm", "cutlass", "nvjet")  # nvjet: cuBLASLt's Hopper GEMM kernels
@@ -126,7 +127,7 @@ def test_a_recording_against_itself_has_no_finding() -> None:
     normal = REPO / "fixtures" / FIXTURE_PAIRS["gpt-infer"][0]
     if not normal.exists():
         pytest.skip("GPU fixtures not recorded yet")
-    comparison = build_comparison(normal, normal, CompareOptions())
+    comparison = compare_inputs(normal, normal, CompareOptions())
     assert comparison.findings == ()
     assert {r.verdict for r in comparison.rows} <= {"no change", "insufficient data"}
     assert comparison.cycle_time.verdict == "no change"

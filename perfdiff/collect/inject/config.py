@@ -11,6 +11,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from perfdiff.collect.settings import (
+    DEFAULT_NVML_INTERVAL_MS,
+    DEFAULT_SAMPLE_INTERVAL_NS,
+    check_settings,
+)
+
 CONFIG_ENV = "PERFDIFF_INJECT_CONFIG"
 OWNER_ENV = "PERFDIFF_INJECT_OWNER"  # set by the process that records, so its children do not
 BOOT_DIR = Path(__file__).resolve().parent / "boot"
@@ -27,14 +33,20 @@ class InjectConfig:
     cycle_ms: float | None = None  # fixed windows instead of marked cycles
     warmup: int = 0  # the first N cycles are flagged warm-up
     metrics: tuple[str, ...] = ()
-    sample_interval_ns: int = 5_000
+    sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
     pm_sampling: bool = True
     nvml: bool = True
-    nvml_interval_ms: float = 10.0
+    nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
     trace_memory: bool = True
     backend: str = "cupti"  # "cupti", or "fake" (CPU tests: see fake_backend)
     untraced_every: int = 8  # one measured cycle in N untraced (collect/overhead.py); 0: none
     command: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        check_settings(sample_interval_ns=self.sample_interval_ns,
+                       nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
+                       warmup=self.warmup, cycle_ms=self.cycle_ms, backend=self.backend,
+                       untraced_every=self.untraced_every)
 
     def to_env(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

@@ -28,14 +28,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, get_args, get_origin
 
-from perfdiff.errors import PerfdiffError
+from perfdiff.errors import UsageError
 from perfdiff.markers import CycleMarker
 
 
-class WorkloadParamError(PerfdiffError):
+class WorkloadParamError(UsageError):
     """A ``-p KEY=VALUE`` option names an unknown parameter or has a bad value."""
-
-    exit_code: ClassVar[int] = 2  # ExitCode.USAGE: it is a command-line mistake
 
 
 P = TypeVar("P", bound="WorkloadParams")

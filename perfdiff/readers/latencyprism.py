@@ -1,0 +1,198 @@
+"""Import LatencyPrism ``*_perf_data`` folders into the cycle table.
+
+LatencyPrism (arXiv:2601.09258) writes ``result_perf_data.csv``: one row per (cycle, pid,
+function, metric, device) with the function's share of the cycle (``beta_pct``), its summed
+duration in the cycle (``duration``, us), the cycle's duration (``anchor_dur_us``) and the metric's
+duration-weighted mean while it ran (``mu_pct``). Importing it lets its incidents flow through
+our statistics unchanged.
+
+Why the conversions:
+- ``mu_pct`` is the metric multiplied by 100 for *every* metric (clocks, bytes too): divide by
+  100 so μ is in the metric's own unit. ``LP_MU_SCALE`` lets seed-compatible mode undo this.
+- ``beta_pct`` is kept as written (it can differ between metric rows of one function and cycle
+  when a metric lacked samples; the statistics take the function's time once per cycle).
+- pids, devices and ``anchor_name`` are kept, so several ranks stay apart and cycles cut at
+  different anchors can be detected.
+- ``result_counters_data.csv`` (the raw counter samples) is not read: LatencyPrism already
+  reduced it to the per-function μ of ``result_perf_data.csv``, which is what we compare.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from perfdiff.analysis import columns as C
+from perfdiff.errors import InputError
+
+PERF_FILE = "result_perf_data.csv"
+COUNTERS_FILE = "result_counters_data.csv"
+LP_MU_SCALE = 100.0  # LatencyPrism's mu_pct = metric x 100
+_REQUIRED = (
+    "cycle",
+    "pid",
+    "beta_pct",
+    "function_name",
+    "metric_name",
+    "device",
+    "func_type",
+    "mu_pct",
+    "duration",
+    "anchor_name",
+    "anchor_dur_us",
+)
+
+
+def is_latencyprism_folder(path: Path) -> bool:
+    """True when ``path`` is a folder holding LatencyPrism's per-cycle CSV."""
+    return path.is_dir() and (path / PERF_FILE).is_file()
+
+
+def load_latencyprism(path: str | Path) -> pd.DataFrame:
+    """Read a LatencyPrism ``*_perf_data`` folder as a cycle table (one run, index 0)."""
+    folder = Path(path)
+    perf = folder / PERF_FILE
+    if not perf.is_file():
+        raise InputError(
+            f"{folder}: no {PERF_FILE} here; pass a LatencyPrism '*_perf_data' folder or a run file"
+        )
+    try:
+        check_rows(perf)
+        raw = pd.read_csv(perf, low_memory=False)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{perf}: cannot read as CSV ({_one_line(exc)})") from None
+    missing = [c for c in _REQUIRED if c not in raw.columns]
+    if missing:
+        raise InputError(f"{perf}: not LatencyPrism per-cycle data (missing columns {missing})")
+    return latencyprism_table(raw, source=str(perf))
+
+
+def check_rows(path: Path) -> None:
+    """Refuse a CSV cut off mid-row or with rows of the wrong number of fields.
+
+    Why a pass of its own: pandas fills a short row with NaN and keeps it, so a copy cut off
+    mid-row (interrupted transfer, full disk) loaded silently as partial data, its last numbers
+    cut short (``631190.0`` read as ``6311``). A row is checked against the header's field
+    count; a short last row with no line end is reported as a truncated file. Blank lines are
+    skipped, as pandas does. About 30 ms for LatencyPrism's largest scenario file (2.6 MB).
+    """
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle, strict=True)
+        try:
+            header = next(reader, [])
+            bad: tuple[int, int] | None = None
+            last_bad = False
+            for row in reader:
+                if row and len(row) != len(header) and bad is None:
+                    bad = (reader.line_num, len(row))
+                    last_bad = True
+                elif row:
+                    last_bad = False
+        except csv.Error as exc:
+            raise InputError(
+                f"{path}: line {reader.line_num}: {exc} (a quoted field never closed: the file "
+                "was probably cut off); copy or export the LatencyPrism folder again"
+            ) from None
+    if bad is None:
+        return
+    line, fields = bad
+    if last_bad and fields < len(header) and not _ends_with_newline(path):
+        raise InputError(
+            f"{path}: the last line ({line}) stops after {fields} of {len(header)} fields with "
+            "no line end: the file was cut off; copy or export the LatencyPrism folder again"
+        )
+    raise InputError(
+        f"{path}: line {line} has {fields} fields but the header has {len(header)}; fix or "
+        "remove that row, or export the LatencyPrism folder again"
+    )
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(0, 2)
+        if handle.tell() == 0:
+            return True
+        handle.seek(-1, 2)
+        return handle.read(1) in (b"\n", b"\r")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+FIX = "the export is damaged or was edited; export the LatencyPrism folder again"
+
+
+def _check_sense(conv: dict[str, pd.Series], raw: pd.DataFrame, source: str) -> None:
+    """Refuse rows no measurement can produce, naming the first (one line).
+
+    Durations and shares are non-negative and finite, a cycle lasts a positive finite time,
+    μ is finite or missing (NaN), and no function's time in a cycle exceeds the whole run of
+    that process (the sum of its cycles). Shares above 100 % and a function's time above its
+    cycle's are kept: LatencyPrism sums a function over threads (seen up to 234 % in its own
+    exports).
+    """
+    duration, anchor = conv["duration"], conv["anchor_dur_us"]
+    beta, mu = conv["beta_pct"], conv["mu_pct"]
+    checks = (
+        (~np.isfinite(duration) | (duration < 0), "duration", "is negative or not finite"),
+        (~np.isfinite(beta) | (beta < 0), "beta_pct", "is negative or not finite"),
+        (~np.isfinite(anchor) | (anchor <= 0), "anchor_dur_us", "is not a positive duration"),
+        (np.isinf(mu), "mu_pct", "is infinite"),
+    )
+    for bad, column, what in checks:
+        _refuse_first(bad.to_numpy(), raw, column, what, source)
+    cycles = pd.DataFrame({"pid": conv["pid"], "cycle": conv["cycle"], "anchor": anchor})
+    run_us = cycles.drop_duplicates(["pid", "cycle"]).groupby("pid")["anchor"].sum()
+    beyond = (duration > conv["pid"].map(run_us)).to_numpy()
+    _refuse_first(beyond, raw, "duration", "exceeds the whole run of its process (the sum of "
+                  "its cycles)", source)
+
+
+def _refuse_first(bad: np.ndarray, raw: pd.DataFrame, column: str, what: str,
+                  source: str) -> None:
+    if bad.any():
+        row = int(bad.argmax())
+        raise InputError(f"{source}: line {row + 2}: {column} {raw[column].iloc[row]!r} {what}; "
+                         f"{FIX}")
+
+
+def latencyprism_table(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> pd.DataFrame:
+    """Convert LatencyPrism's rows (as read by pandas) to the cycle table."""
+    numeric = ["cycle", "pid", "beta_pct", "mu_pct", "duration", "anchor_dur_us"]
+    conv = {}
+    for name in numeric:
+        values = pd.to_numeric(raw[name], errors="coerce")
+        if name in ("cycle", "pid", "anchor_dur_us", "duration", "beta_pct"):
+            bad = values.isna() & raw[name].notna()
+            if bad.any() or (name in ("cycle", "anchor_dur_us") and values.isna().any()):
+                first_bad = (bad if bad.any() else values.isna()).to_numpy().argmax()
+                line = int(first_bad) + 2  # header is line 1
+                raise InputError(f"{source}: line {line}: column {name!r} is not a number")
+        conv[name] = values
+    _check_sense(conv, raw, source)
+    if "instances_count" in raw.columns:
+        launches = pd.to_numeric(raw["instances_count"], errors="coerce").astype("float64")
+    else:
+        launches = pd.Series(float("nan"), index=raw.index)
+    table = pd.DataFrame(
+        {
+            C.RUN: 0,
+            C.PID: conv["pid"].fillna(-1).astype("int64"),
+            C.DEVICE: raw["device"].fillna("").astype(str),
+            C.CYCLE: conv["cycle"].astype("int64"),
+            C.CYCLE_MS: conv["anchor_dur_us"].astype("float64") / 1000.0,
+            C.ANCHOR: raw["anchor_name"].fillna("").astype(str),
+            C.FUNCTION: raw["function_name"].fillna("").astype(str),
+            C.FUNC_TYPE: raw["func_type"].fillna("").astype(str),
+            C.METRIC: raw["metric_name"].fillna("").astype(str).replace("N/A", ""),
+            C.TIME_MS: conv["duration"].astype("float64") / 1000.0,
+            C.BETA_PCT: conv["beta_pct"].astype("float64"),
+            C.MU: conv["mu_pct"].astype("float64") / LP_MU_SCALE,
+            C.LAUNCHES: launches,
+        }
+    )
+    return table

@@ -1,0 +1,69 @@
+"""Collection settings validate themselves, with one default each (perfdiff.collect.settings).
+
+``perfdiff collect --sample-interval-ns -5 -- python x.py`` used to run the program and record
+-5; now it is refused before the program starts, whichever path (built-in workload, user
+program, or a settings object built in code) asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfdiff.collect.inject.config import InjectConfig
+from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS
+from perfdiff.collect.session import CollectSettings
+from perfdiff.collect.settings import DEFAULT_SAMPLE_INTERVAL_NS, SettingsError
+from perfdiff.errors import ExitCode
+
+PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
+
+
+def test_one_default_per_setting() -> None:
+    assert CollectSettings().sample_interval_ns == DEFAULT_SAMPLE_INTERVAL_NS
+    assert InjectConfig(shard_dir="").sample_interval_ns == DEFAULT_SAMPLE_INTERVAL_NS
+    assert DEFAULT_INTERVAL_NS == DEFAULT_SAMPLE_INTERVAL_NS
+    assert CollectSettings().nvml_interval_ms == InjectConfig(shard_dir="").nvml_interval_ms
+
+
+@pytest.mark.parametrize(("field", "value", "option"), [
+    ("sample_interval_ns", -5, "--sample-interval-ns"),
+    ("sample_interval_ns", 0, "--sample-interval-ns"),
+    ("nvml_interval_ms", float("nan"), "--nvml-interval-ms"),
+    ("nvml_interval_ms", -1.0, "--nvml-interval-ms"), ("device_index", -1, "--device"),
+    ("metrics", ("",), "--metric"),
+])
+def test_collect_settings_refuse_bad_values(field: str, value: object, option: str) -> None:
+    with pytest.raises(SettingsError, match=option):
+        CollectSettings(**{field: value})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("sample_interval_ns", -5), ("warmup", -1), ("cycle_ms", 0.0), ("backend", "nosuch"),
+])
+def test_inject_config_refuses_bad_values(field: str, value: object) -> None:
+    with pytest.raises(SettingsError):
+        InjectConfig(shard_dir="", **{field: value})  # type: ignore[arg-type]
+    bad = InjectConfig(shard_dir="").to_env().replace('"warmup":0', '"warmup":-3')
+    with pytest.raises(ValueError, match="--warmup"):  # the child treats it as malformed
+        InjectConfig.from_env(bad)
+
+
+@pytest.mark.parametrize("backend", ["fake", "cupti"])
+def test_negative_interval_is_refused_before_the_program_starts(tmp_path: Path,
+                                                                backend: str) -> None:
+    (tmp_path / "x.py").write_text("open('ran', 'w').close()\n")
+    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": backend}
+    env.pop("PERFDIFF_INJECT_CONFIG", None)
+    proc = subprocess.run([*PERFDIFF, "collect", "--sample-interval-ns", "-5", "--",
+                           sys.executable, "x.py"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    assert proc.stderr.strip() == ("perfdiff: error: --sample-interval-ns must be a positive "
+                                   "whole number of ns (default 20000), got -5")
+    assert not (tmp_path / "ran").exists()
+    assert not list(tmp_path.glob("*.json*"))
