@@ -40,18 +40,31 @@ def attach_marker(log: CycleLog, torch: Any, device: int,
 def launches_from_marks(raw: RawTrace, stream_ids: tuple[int, ...] | None, log: CycleLog,
                         warnings: list[str]) -> list[int] | None:
     """Launch records from the marks (removed from ``raw``); the marks' GPU start times in
-    issue order when every issued mark was recorded, else None (and a warning)."""
+    issue order when every issued mark was recorded, else None (and a warning). Where CUPTI
+    recorded launch API records (cycles found by themselves need them: found_cycles.py),
+    those are kept and the marks only give the cycle table's mark columns."""
     if stream_ids is None:
         return None
+    has_launch_records = bool(raw.api) or (raw.columns is not None and raw.columns.api.size > 0)
     mark_ids, mark_gpu_ns = take_marks(raw, stream_ids)
+    if not log.mark_ns:
+        return None  # no cycle of this log was marked (cycles found otherwise, or none)
     if log.mark_error is not None:
-        warnings.append(f"a cycle boundary mark failed ({log.mark_error}); kernels were "
-                        "assigned to cycles by GPU start time")
+        if not has_launch_records:
+            warnings.append(f"a cycle boundary mark failed ({log.mark_error}); kernels were "
+                            "assigned to cycles by GPU start time")
         return None
-    problem = attach_launch_records(raw, mark_ids, log.mark_ns)
-    if problem is not None:
-        warnings.append(problem)
+    if len(mark_ids) != len(log.mark_ns):
+        if not has_launch_records:
+            warnings.append(f"cycle boundary marks: {len(log.mark_ns)} issued but "
+                            f"{len(mark_ids)} recorded; kernels were assigned to cycles by GPU "
+                            "start time")
         return None
+    if not has_launch_records:  # launch records recorded by CUPTI are kept where there are
+        problem = attach_launch_records(raw, mark_ids, log.mark_ns)
+        if problem is not None:
+            warnings.append(problem)
+            return None
     if len(log.mark_wall_ns) == len(mark_gpu_ns):
         clock = clock_rate_warning(log.mark_wall_ns, mark_gpu_ns)
         if clock is not None:
