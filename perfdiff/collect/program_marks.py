@@ -6,9 +6,10 @@ longer decodes as one run (``decode.py``: ~1.6 us per launch instead of ~20 ns);
 built-in workloads replaced them by two tiny marks per cycle (``boundary_marks.py``). A user
 program gets the same once torch has initialised CUDA (the marks are torch fills): from
 then on every cycle begin and end issues a mark. Kernels launched before the first mark lie
-before the first marked cycle. ``--cycle-ms`` windows still use launch API records (there
-are no marks to cut windows at), and so does a program whose marks failed (then kernels
-are assigned by GPU start time, with a warning).
+before the first marked cycle. With ``--cycle-range`` / ``--cycle-function`` no launch API
+records are recorded (``inject/child.py``: ``open_trace``); ``--cycle-ms`` windows and cycles
+found by themselves (no marking option) have no marks to go by and keep CUPTI's launch
+records, which then win over the marks.
 """
 
 from __future__ import annotations
