@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfdiff.analysis.cycle_table import cycle_table
+from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.analysis.window_work import WindowWork, per_unit_of_work
 from perfdiff.errors import InputError
 from perfdiff.inputs import require_input
@@ -98,6 +99,7 @@ def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
         )
     pairs.append(("perfdiff", run_file.tool_version))
     warnings = list(run_file.collection.warnings)
+    warnings.extend(self_overhead_notes(run_file, source))
     if run_file.status.state != "complete":
         warnings.append(f"{source}: incomplete run ({run_file.status.reason or 'no reason given'})")
     return SideMeta(
