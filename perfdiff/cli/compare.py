@@ -9,7 +9,6 @@ output goes and the ``--fail-on-regression`` exit code.
 from __future__ import annotations
 
 import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -17,16 +16,18 @@ import typer
 
 from perfdiff.analysis.model import CompareOptions
 from perfdiff.cli.app import app
+from perfdiff.cli.options import (
+    OutputFormat,
+    alpha_option,
+    fail_on_regression_option,
+    format_option,
+    output_option,
+)
 from perfdiff.errors import ExitCode
 
 # The analysis (pandas, scipy) and the renderers are imported inside the functions that use
 # them: every perfdiff command, --help included, imports every command module to register it,
 # and those imports cost about a second.
-
-
-class OutputFormat(StrEnum):
-    markdown = "markdown"
-    json = "json"
 
 
 @app.command()
@@ -38,18 +39,13 @@ def compare(
         readable=False,
         help="The run to explain, same kinds of input as NORMAL.")],
     *,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", readable=False,
-        help="Write the report to this file instead of stdout.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option(
-        "--format", help="markdown (the report) or json (every number, full names, "
-        "versioned envelope).")] = OutputFormat.markdown,
+    output: Annotated[Path | None, output_option("the report")] = None,
+    output_format: Annotated[OutputFormat, format_option()] = OutputFormat.markdown,
     top: Annotated[int, typer.Option(
         "--top", min=0, help="Key findings described in prose.")] = 3,
     rows: Annotated[int, typer.Option(
         "--rows", min=0, help="Rows of the detailed table in markdown (0: all).")] = 30,
-    alpha: Annotated[float, typer.Option(
-        "--alpha", min=0.0, max=1.0, help="False-discovery rate for the q-values.")] = 0.05,
+    alpha: Annotated[float, alpha_option("for the q-values")] = 0.05,
     threshold: Annotated[float, typer.Option(
         "--threshold", min=0.0, help="Practical threshold: a function's change of time per "
         "cycle must exceed this % of cycle time to count.")] = 1.0,
@@ -58,10 +54,8 @@ def compare(
         help="Run-to-run variation (CV, %) assumed for a side recorded in one run, which "
         "cannot show it; GPU idle: % of the cycle. Ignored with >= 2 runs per side (measured "
         "there).")] = 2.0,
-    fail_on_regression: Annotated[float | None, typer.Option(
-        "--fail-on-regression", min=0.0, metavar="PCT",
-        help="Exit with code 1 when the cycle time, or a function's time per cycle (as % of "
-        "cycle time), got significantly slower by more than PCT %.")] = None,
+    fail_on_regression: Annotated[float | None, fail_on_regression_option(
+        "the cycle time, or a function's time per cycle (as % of cycle time),")] = None,
     plots: Annotated[Path | None, typer.Option(
         "--plots", readable=False, help="Write PNG plots into this folder (needs "
         "matplotlib: pip install 'perfdiff\\[plots]').")] = None,
