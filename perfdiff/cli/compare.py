@@ -14,7 +14,6 @@ from typing import Annotated
 
 import typer
 
-from perfdiff.analysis.model import CompareOptions
 from perfdiff.cli.app import app
 from perfdiff.cli.options import (
     OutputFormat,
@@ -77,6 +76,7 @@ def compare(
     from rich.console import Console
 
     from perfdiff.analysis.entry import compare_inputs
+    from perfdiff.analysis.model import CompareOptions
     from perfdiff.output import write_atomic
     from perfdiff.report.gate import regressions
     from perfdiff.report.json_report import render_json
