@@ -45,7 +45,7 @@ from typing import Literal
 import numpy as np
 
 from perfdiff.analysis.stats import REL_SE_FLOOR, bh_qvalues, welch
-from perfdiff.errors import InputError
+from perfdiff.errors import IncomparableRunsError, InputError
 from perfdiff.schema.model import FloatArray, Run, RunFile
 
 DEFAULT_ALPHA = 0.05
@@ -396,6 +396,23 @@ def regressed_cases(changes: Sequence[CaseChange], threshold_pct: float) -> list
     found = [c for c in changes if c.verdict == "regressed" and math.isfinite(c.ratio)
              and 100.0 * (c.ratio - 1.0) > threshold_pct]
     return sorted(found, key=lambda c: -c.ratio)
+
+
+def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
+    """The comparability rule of ``bench``: refuse runs of different workloads or GPU models
+    unless ``force`` (GPU times do not compare across models)."""
+    if force:
+        return
+    if before.workload != after.workload:
+        raise IncomparableRunsError(
+            f"{before.source} is workload '{before.workload}' but {after.source} is "
+            f"'{after.workload}'; compare runs of one benchmark (or pass --force)"
+        )
+    if before.gpu != after.gpu:
+        raise IncomparableRunsError(
+            f"{before.source} was recorded on {before.gpu} but {after.source} on {after.gpu}; "
+            "GPU times are not comparable across GPU models (pass --force to compare anyway)"
+        )
 
 
 def compare_cases(

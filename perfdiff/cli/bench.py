@@ -23,10 +23,10 @@ from perfdiff.cli.options import (
     format_option,
     output_option,
 )
-from perfdiff.errors import ExitCode, IncomparableRunsError
+from perfdiff.errors import ExitCode
 
 if TYPE_CHECKING:
-    from perfdiff.analysis.bench_cases import BenchRun, Measure
+    from perfdiff.analysis.bench_cases import Measure
 
 
 class MeasureOption(StrEnum):
@@ -34,22 +34,6 @@ class MeasureOption(StrEnum):
     kernels = "kernels"
     stream = "stream"
     call = "call"
-
-
-def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
-    """Refuse runs of different workloads or GPU models unless ``--force``."""
-    if force:
-        return
-    if before.workload != after.workload:
-        raise IncomparableRunsError(
-            f"{before.source} is workload '{before.workload}' but {after.source} is "
-            f"'{after.workload}'; compare runs of one benchmark (or pass --force)"
-        )
-    if before.gpu != after.gpu:
-        raise IncomparableRunsError(
-            f"{before.source} was recorded on {before.gpu} but {after.source} on {after.gpu}; "
-            "GPU times are not comparable across GPU models (pass --force to compare anyway)"
-        )
 
 
 @app.command()
@@ -99,6 +83,7 @@ def bench(
     from perfdiff.analysis.bench_cases import (
         BenchRules,
         bench_run,
+        check_same_bench,
         compare_cases,
         regressed_cases,
         select_measure,
@@ -123,7 +108,7 @@ def bench(
     after = loaded[1] if len(loaded) == 2 else None
     changes = None
     if after is not None:
-        check_same_bench(before, after, force=force)
+        check_same_bench(before, after, force=force)  # the one rule, in analysis
         changes = compare_cases(before, after, rules)
     view = bench_view(before, after, changes, rules, baseline=baseline, target=target)
     if output_format is OutputFormat.json:
