@@ -27,6 +27,7 @@ from perfdiff.analysis import columns as C
 from perfdiff.analysis.collectives import collective_note
 from perfdiff.analysis.findings import CHANGE, abs0, key_findings, rank_rows
 from perfdiff.analysis.inventory import inventory_changes, present_functions
+from perfdiff.analysis.launch_changes import launch_changes
 from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
@@ -97,8 +98,12 @@ def compare_tables(
     forced_notes = check_comparable(metas[0], metas[1], force=opts.force)
     abnormal_aligned, pid_note = align_pids(tables[0], tables[1])
     tables = (tables[0], abnormal_aligned)
-    comparable = cycles_comparable(tables[0], tables[1])
-    notes = [*forced_notes, *_notes(tables, metas, comparable)]
+    same_cut = cycles_comparable(tables[0], tables[1])
+    # fixed windows with no unit of work: their length is not a cycle time (window_work.py)
+    comparable = same_cut and not any(m.window is not None and not m.window.unit for m in metas)
+    notes = [*forced_notes, *(m.window.note(label) for m, label in zip(metas, labels, strict=True)
+                              if m.window is not None)]
+    notes += _notes(tables, metas, same_cut)
     if pid_note:
         notes.append(pid_note)
     if opts.seed_compatible:
@@ -151,6 +156,7 @@ def compare_tables(
         options=opts,
         mde_pct=mde_pct,
         notes=tuple(dict.fromkeys(notes)),
+        launch_changes=tuple(launch_changes(tables)) if comparable else (),
     )
 
 

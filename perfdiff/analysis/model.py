@@ -153,6 +153,19 @@ class InventoryChange:
 
 
 @dataclass(frozen=True)
+class LaunchChange:
+    """A function launched a different number of times per cycle (``launch_changes.py``)."""
+
+    function: str
+    device: str
+    pid: int | None
+    launches_normal: float  # mean launches per measured cycle
+    launches_abnormal: float
+    time_ms_normal: float  # mean time per cycle
+    time_ms_abnormal: float
+
+
+@dataclass(frozen=True)
 class DeviceSummary:
     """Per-device summary: which GPU departs from the others (multi-GPU inputs)."""
 
@@ -179,3 +192,5 @@ class Comparison:
     options: CompareOptions
     mde_pct: float  # minimum detectable change of a function's time, % of cycle time (NaN: n/a)
     notes: tuple[str, ...] = field(default=())  # warnings shown at the top of the report
+    # functions launched more or fewer times per cycle (comparable cycles only)
+    launch_changes: tuple[LaunchChange, ...] = field(default=())

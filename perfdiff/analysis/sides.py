@@ -7,12 +7,13 @@ header, environment section and the "can these be compared?" check.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
 
 from perfdiff.analysis.cycle_table import cycle_table
+from perfdiff.analysis.window_work import WindowWork, per_unit_of_work
 from perfdiff.errors import InputError
 from perfdiff.inputs import require_input
 from perfdiff.readers.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
@@ -33,6 +34,8 @@ class SideMeta:
     gpu_models: tuple[str, ...] = ()
     environment: tuple[tuple[str, str], ...] = ()
     warnings: tuple[str, ...] = ()
+    # fixed-window cycles (--cycle-ms): how they were turned into units of work
+    window: WindowWork | None = None
 
 
 @dataclass(frozen=True)
@@ -61,8 +64,13 @@ def load_side(path: str | Path) -> Side:
 
 
 def side_from_run_file(run_file: RunFile, *, source: str = "<memory>") -> Side:
-    """Cycle table and metadata of an already-loaded run file."""
-    return Side(cycle_table(run_file), run_file_meta(run_file, source=source))
+    """Cycle table and metadata of an already-loaded run file (fixed windows are turned into
+    units of work: ``window_work.py``)."""
+    table, window = per_unit_of_work(run_file, cycle_table(run_file))
+    meta = run_file_meta(run_file, source=source)
+    if window is not None:
+        meta = replace(meta, window=window)
+    return Side(table, meta)
 
 
 def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:

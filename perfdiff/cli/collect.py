@@ -148,6 +148,10 @@ _ListOpt = typer.Option("--list", help="List built-in workloads and their parame
 _RangeOpt = typer.Option(help="User program: NVTX range name that marks one cycle.")
 _CycleMsOpt = typer.Option(help="User program: cut cycles as fixed windows of this many ms.")
 _RunsOpt = typer.Option(help="User program: run it N times (N fresh processes, N runs).")
+_FunctionOpt = typer.Option(
+    help="User program: MODULE:QUALNAME of a function called once per iteration; each "
+    "outermost call is one cycle (e.g. transformers.generation.utils:GenerationMixin.generate)."
+)
 
 
 @app.command(context_settings={"allow_extra_args": True})
@@ -180,6 +184,7 @@ def collect(
     cycle_range: Annotated[str | None, _RangeOpt] = None,
     cycle_ms: Annotated[float | None, _CycleMsOpt] = None,
     runs: Annotated[int, _RunsOpt] = 1,
+    cycle_function: Annotated[str | None, _FunctionOpt] = None,
 ) -> None:
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
     from perfdiff.cli.saving import save_recording
@@ -202,16 +207,17 @@ def collect(
         extra = list(metric or [])
         collect_program(
             [workload, *ctx.args], output=output, runs=runs, cycle_range=cycle_range,
-            cycle_ms=cycle_ms, warmup=warmup, sample_interval_ns=sample_interval_ns,
+            cycle_ms=cycle_ms, cycle_function=cycle_function, warmup=warmup,
+            sample_interval_ns=sample_interval_ns,
             metrics=tuple(extra) if only_metrics else tuple(dict.fromkeys((*DEFAULT_METRICS,
                                                                            *extra))),
             pm_sampling=not no_pm, nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms,
             trace_memory=not no_memory, contend=contend, contend_device=device,
         )
         return
-    if runs != 1 or cycle_range or cycle_ms is not None:
+    if runs != 1 or cycle_range or cycle_ms is not None or cycle_function:
         raise WorkloadParamError(
-            "--runs, --cycle-range and --cycle-ms apply to your own program "
+            "--runs, --cycle-range, --cycle-ms and --cycle-function apply to your own program "
             "(perfdiff collect [options] -- CMD ARGS...); for a built-in workload run "
             "collect N times and join the files with perfdiff merge"
         )

@@ -33,6 +33,7 @@ def collect_program(
     cycle_range: str | None,
     cycle_ms: float | None,
     warmup: int,
+    cycle_function: str | None = None,
     metrics: tuple[str, ...],
     sample_interval_ns: int,
     pm_sampling: bool,
@@ -54,11 +55,21 @@ def collect_program(
 
     if cycle_ms is not None and cycle_ms <= 0:
         raise WorkloadParamError(f"--cycle-ms must be positive, got {cycle_ms}")
-    if cycle_ms is not None and cycle_range:
-        raise WorkloadParamError("give --cycle-range or --cycle-ms, not both")
+    given = [name for name, value in (("--cycle-range", cycle_range), ("--cycle-ms", cycle_ms),
+                                      ("--cycle-function", cycle_function)) if value]
+    if len(given) > 1:
+        raise WorkloadParamError(f"give one way to cut cycles, not {' and '.join(given)}")
+    if cycle_function:
+        from perfdiff.collect.anchor_function import parse_spec
+
+        try:
+            parse_spec(cycle_function)
+        except ValueError as exc:
+            raise WorkloadParamError(str(exc)) from None
     backend = os.environ.get(BACKEND_ENV, "cupti")
     config = InjectConfig(
-        shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms, warmup=warmup,
+        shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms,
+        cycle_function=cycle_function or None, warmup=warmup,
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
     )

@@ -38,6 +38,7 @@ class NvtxCycles:
     def __init__(self, recorder: CycleRecorder, name: str) -> None:
         self.recorder = recorder
         self.name = name
+        self.label = f"NVTX range {name}"  # the cycles' label: how the report names them
         self._local = threading.local()
         self.ranges_seen = 0
 
@@ -53,7 +54,7 @@ class NvtxCycles:
         self._stack().append(is_cycle)
         if is_cycle:
             self.ranges_seen += 1
-            self._guarded(self.recorder.begin_cycle, "", False)
+            self._guarded(self.recorder.begin_cycle, self.label, False)
 
     def pop(self) -> None:
         stack = self._stack()
@@ -74,7 +75,7 @@ class NvtxCycles:
         is_cycle = _message_text(message) == self.name
         if is_cycle:
             self.ranges_seen += 1
-            self._guarded(self.recorder.begin_cycle, "", False)
+            self._guarded(self.recorder.begin_cycle, self.label, False)
         return is_cycle
 
     def end(self, is_cycle: bool) -> None:

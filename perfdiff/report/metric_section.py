@@ -43,9 +43,35 @@ def metric_section(comparison: Comparison, max_rows: int | None) -> str:
     out = ["## 3. In-depth Core Metric Comparison", "", "### Overview", "",
            _overview(comparison), "", "### Key Findings", ""]
     out += _key_findings(comparison)
+    out += _launch_change_lines(comparison)
     out += ["", _recommendation(comparison), "", "### Detailed comparison table", ""]
     out += _detailed_table(comparison, max_rows)
     return "\n".join(out) + "\n"
+
+
+MAX_LAUNCH_CHANGES = 12  # functions listed by name; the rest are counted
+
+
+def _launch_change_lines(comparison: Comparison) -> list[str]:
+    """Functions launched a different number of times per cycle (the same kernels doing more
+    or less work: recomputation, a loop instead of a fused kernel), largest time change first."""
+    changes = comparison.launch_changes
+    if not changes:
+        return []
+    lines = ["", f"Launched a different number of times per cycle "
+                 f"({count(len(changes), 'function')}; same kernels, different amount of work):"]
+    for change in changes[:MAX_LAUNCH_CHANGES]:
+        name = md_code(display_name(change.function, PROSE_NAME_WIDTH))
+        where = md_code(device_text(change.device, change.pid, comparison))
+        lines.append(
+            f"- **{name}** on {where}: {fmt_num(change.launches_normal, 1)} → "
+            f"{fmt_num(change.launches_abnormal, 1)} launches per cycle, "
+            f"{fmt_ms(change.time_ms_normal)} → {fmt_ms(change.time_ms_abnormal)} ms per cycle."
+        )
+    if len(changes) > MAX_LAUNCH_CHANGES:
+        lines.append(f"- … and {count(len(changes) - MAX_LAUNCH_CHANGES, 'more function')} "
+                     "(`--format json` lists all).")
+    return lines
 
 
 def _changed_rows(comparison: Comparison) -> list[MetricRow]:

@@ -115,6 +115,9 @@ class ChildCollector:
         self.failure: str | None = None
         self.exit_code: int | None = None
         self.nvtx: Any = None
+        self.anchor: Any = None  # --cycle-function (anchor_function.AnchorFunction)
+        self.found: Any = None  # no marking option: found_cycles.FoundCycles
+        self.cycles_from: str | None = None  # how cycles were cut, when found at exit
         self._samplers_tried = False
         self._finished = False
         self._previous_excepthook = sys.excepthook
@@ -129,12 +132,27 @@ class ChildCollector:
 
             self.nvtx = NvtxCycles(self.recorder, self.config.cycle_range)
             self.nvtx.install()
+        self._install_cycle_sources()
         atexit.register(self.finish)
         _register_before_atexit(self.stop_samplers)
         sys.excepthook = self._excepthook
         if (threading.current_thread() is threading.main_thread()
                 and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL):
             signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _install_cycle_sources(self) -> None:
+        """``--cycle-function``, or (no marking option) the ways cycles are found by themselves."""
+        cfg = self.config
+        if cfg.cycle_function:
+            from perfdiff.collect.anchor_function import AnchorFunction
+
+            self.anchor = AnchorFunction(self.recorder, cfg.cycle_function)
+            self.anchor.install()
+        elif not cfg.cycle_range and not cfg.cycle_ms:
+            from perfdiff.collect.found_cycles import FoundCycles
+
+            self.found = FoundCycles(self.trace.clock_ns, self._start_samplers)
+            self.found.install()
 
     def _excepthook(
         self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
@@ -288,9 +306,20 @@ class ChildCollector:
             from perfdiff.collect.window_cycles import fixed_windows
 
             return fixed_windows(raw, self.config.cycle_ms, self.config.warmup)
+        if self.anchor is not None:
+            self.anchor.uninstall()
         table = self.log.table()
+        if table.index.size == 0 and self.found is not None:
+            from perfdiff.collect.found_cycles import choose_cycles
+
+            chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid())
+            self.warnings.extend(chosen.warnings)
+            self.cycles_from = chosen.cycles_from
+            return chosen.table
         if table.index.size == 0:
-            if self.config.cycle_range:
+            if self.anchor is not None:
+                self.warnings.extend(filter(None, [self.anchor.warning(os.getpid())]))
+            elif self.config.cycle_range:
                 seen = self.nvtx.ranges_seen if self.nvtx is not None else 0
                 self.warnings.append(
                     f"no NVTX range named '{self.config.cycle_range}' completed in pid "
@@ -358,7 +387,8 @@ class ChildCollector:
                 warnings=tuple(dict.fromkeys(self.warnings)),
             ),
             workload=Workload(name=program_name(self.config.command),
-                              params=program_params(self.config), command=self.config.command),
+                              params=program_params(self.config, self.cycles_from),
+                              command=self.config.command),
             strings=tuple(strings.names),
             runs=(run,),
             created_unix_s=round(time.time(), 3),
@@ -393,15 +423,22 @@ def program_name(command: tuple[str, ...]) -> str:
     return Path(command[0]).name if command else "program"
 
 
-def program_params(config: InjectConfig) -> dict[str, Any]:
-    """How cycles were cut, as the run file's workload parameters."""
+def program_params(config: InjectConfig, found: str | None = None) -> dict[str, Any]:
+    """How cycles were cut, as the run file's workload parameters (``found``: how cycles were
+    found by themselves at exit, when the program marked none)."""
+    extra: dict[str, Any] = {}
     if config.cycle_ms:
         marking = f"fixed {config.cycle_ms:g} ms windows"
+        extra["cycle_ms"] = config.cycle_ms
     elif config.cycle_range:
         marking = f"NVTX range '{config.cycle_range}'"
+    elif config.cycle_function:
+        marking = f"function {config.cycle_function}"
+    elif found is not None:
+        marking = found
     else:
         marking = "perfdiff.cycle() / mark_cycle()"
-    return {"cycles_from": marking, "warmup": config.warmup}
+    return {"cycles_from": marking, "warmup": config.warmup, **extra}
 
 
 def open_trace(config: InjectConfig) -> TraceBackend:

@@ -32,6 +32,7 @@ class InjectConfig:
     run_index: int = 0
     cycle_range: str | None = None  # NVTX range name that marks one cycle
     cycle_ms: float | None = None  # fixed windows instead of marked cycles
+    cycle_function: str | None = None  # MODULE:QUALNAME whose outermost calls are cycles
     warmup: int = 0  # the first N cycles are flagged warm-up
     metrics: tuple[str, ...] = DEFAULT_METRICS
     sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS

@@ -1,0 +1,192 @@
+"""Cycles found by themselves, for a user program given no marking option.
+
+Why: a program nobody edited (HF ``Trainer``, Lightning, a ``generate`` loop) already says where
+its iterations are, in what it calls. In order of preference:
+
+1. **optimizer steps**: a program that steps ``torch.optim`` optimizers does so once per
+   training iteration. torch's global step hooks (``register_optimizer_step_post_hook``) see
+   every step of every optimizer without touching the program. A new cycle starts right after
+   each step of the *first* optimizer that stepped (a GAN's second optimizer steps inside the
+   same iteration), so a cycle is the data loading, forward, backward and step of one
+   iteration. The time before the first step and after the last are not cycles.
+2. **torch.profiler steps**: ``prof.step()`` ends one step and starts the next; ``profile.step``
+   is wrapped to start a new cycle after each call.
+3. **the period of the launch sequence**, detected after the run
+   (:func:`perfdiff.schema.periods.detect_period`), with a warning that says what was found
+   and how to pin the cycles down.
+4. Otherwise one warning and no cycles.
+
+Each way records into its own :class:`CycleLog` (on the trace's clock, with the samplers'
+start hook before each stamp, like explicit marks); :func:`choose_cycles` picks one at exit.
+Labels name the way (``optimizer step``, ``profiler step``, ``detected period``), never a
+count that differs between runs, so two runs cut the same way stay comparable.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from perfdiff.collect.cycles import CycleLog, launch_times
+from perfdiff.collect.nvtx_cycles import when_imported
+from perfdiff.collect.records import RawTrace
+from perfdiff.schema.model import CycleTable
+from perfdiff.schema.periods import Period, cycle_bounds_ns, detect_period
+
+OPTIMIZER_LABEL = "optimizer step"
+PROFILER_LABEL = "profiler step"
+PERIOD_LABEL = "detected period"
+MIN_FOUND_CYCLES = 2  # fewer steps than this is not a loop (a single fine-tuning step)
+
+
+@dataclass
+class FoundCycles:
+    """Records optimizer steps and profiler steps as they happen."""
+
+    clock_ns: Callable[[], int]
+    before_cycle: Callable[[], None] = lambda: None
+    optimizer_log: CycleLog = field(init=False)
+    profiler_log: CycleLog = field(init=False)
+    optimizer_name: str = ""
+    optimizers_seen: int = 0
+    _first: Any = None  # weak reference to the first optimizer that stepped
+    _seen_ids: set[int] = field(default_factory=set)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.optimizer_log = CycleLog(clock_ns=self.clock_ns)
+        self.profiler_log = CycleLog(clock_ns=self.clock_ns)
+
+    def install(self) -> None:
+        """Hook torch.optim and torch.profiler now, or as soon as the program imports them."""
+        when_imported({"torch.optim.optimizer": self.hook_optimizers,
+                       "torch.profiler.profiler": self.hook_profiler})
+
+    def hook_optimizers(self, module: ModuleType) -> None:
+        register = getattr(module, "register_optimizer_step_post_hook", None)
+        if register is not None:
+            register(self.after_optimizer_step)
+
+    def hook_profiler(self, module: ModuleType) -> None:
+        klass = getattr(module, "profile", None)
+        step = getattr(klass, "step", None)
+        if klass is None or step is None or getattr(step, "_perfdiff_wrapped", False):
+            return
+        found = self
+
+        @functools.wraps(step)
+        def stepped(*args: Any, **kwargs: Any) -> Any:
+            result = step(*args, **kwargs)
+            found.new_cycle(found.profiler_log, PROFILER_LABEL)
+            return result
+
+        stepped._perfdiff_wrapped = True  # type: ignore[attr-defined]
+        klass.step = stepped
+
+    def after_optimizer_step(self, optimizer: Any, args: Any, kwargs: Any) -> None:
+        """torch's global post-step hook: a new cycle after each step of the first optimizer."""
+        with self._lock:
+            ident = id(optimizer)
+            if ident not in self._seen_ids:
+                self._seen_ids.add(ident)
+                self.optimizers_seen += 1
+            first = self._first() if self._first is not None else None
+            if first is None and self._first is None:
+                try:
+                    self._first = weakref.ref(optimizer)
+                except TypeError:
+                    self._first = lambda: optimizer
+                self.optimizer_name = type(optimizer).__name__
+                first = optimizer
+            if first is not optimizer:
+                return
+        self.new_cycle(self.optimizer_log, OPTIMIZER_LABEL)
+
+    def new_cycle(self, log: CycleLog, label: str) -> None:
+        """End the open cycle of ``log`` and start the next (never raises into the program)."""
+        try:
+            self.before_cycle()
+            log.begin_cycle(label, False)
+        except Exception:
+            return
+
+    def describe_optimizer(self) -> str:
+        others = self.optimizers_seen - 1
+        extra = f", the first of {self.optimizers_seen} optimizers stepped" if others else ""
+        return f"optimizer step ({self.optimizer_name}{extra})"
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """The cycles a run gets, how they were cut (for ``workload.params``), and warnings."""
+
+    table: CycleTable
+    cycles_from: str
+    warnings: tuple[str, ...] = ()
+    period: Period | None = None
+
+
+def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int) -> Chosen:
+    """Optimizer steps, else profiler steps, else the detected period, else no cycles."""
+    optimizer = found.optimizer_log.table()
+    if optimizer.index.size >= MIN_FOUND_CYCLES:
+        return Chosen(flag_warmup(optimizer, warmup), found.describe_optimizer())
+    profiler = found.profiler_log.table()
+    if profiler.index.size >= MIN_FOUND_CYCLES:
+        return Chosen(flag_warmup(profiler, warmup), "torch.profiler prof.step()")
+    period, table = period_cycles(raw)
+    if period.found:
+        how = ("; pin cycles with --cycle-function MODULE:QUALNAME (the function called once "
+               "per iteration), --cycle-range NAME, or perfdiff.cycle()")
+        warning = (f"pid {pid} marked no cycles and stepped no optimizer: cycles are the "
+                   f"{period.describe()}{how}")
+        return Chosen(flag_warmup(table, warmup),
+                      f"detected period of {period.period_launches} launches",
+                      (warning,), period)
+    warning = (f"pid {pid} marked no cycles: no optimizer step, no prof.step() and "
+               f"{period.describe()}; wrap each iteration in perfdiff.cycle(), or pass "
+               "--cycle-function MODULE:QUALNAME, --cycle-range NAME or --cycle-ms MS")
+    return Chosen(table, "none", (warning,), period)
+
+
+def flag_warmup(table: CycleTable, warmup: int) -> CycleTable:
+    """The first ``warmup`` cycles flagged warm-up (found cycles have no flags of their own)."""
+    return replace(table, warmup=table.index < warmup)
+
+
+def launch_sequence(raw: RawTrace) -> tuple[np.ndarray, np.ndarray]:
+    """(name id, launch time) of every kernel in launch order; ids are local to this call."""
+    ids: dict[str, int] = {}
+    names = np.asarray([ids.setdefault(k.name, len(ids)) for k in raw.kernels], dtype=np.int64)
+    corr = np.asarray([k.correlation_id for k in raw.kernels], dtype=np.int64)
+    start = np.asarray([k.start_ns for k in raw.kernels], dtype=np.int64)
+    api_ids = np.asarray([a.correlation_id for a in raw.api], dtype=np.int64)
+    api_starts = np.asarray([a.start_ns for a in raw.api], dtype=np.int64)
+    times, _ = launch_times(corr, start, api_ids, api_starts)
+    order = np.lexsort((corr, times))
+    return names[order], times[order]
+
+
+def period_cycles(raw: RawTrace) -> tuple[Period, CycleTable]:
+    """The detected period of the run's kernel launches as a cycle table (empty if none)."""
+    names, times = launch_sequence(raw)
+    period = detect_period(names, times)
+    starts, ends = cycle_bounds_ns(period, times)
+    # two launches stamped at the same instant at a boundary would make an empty cycle
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    n = int(starts.size)
+    table = CycleTable(index=np.arange(n, dtype=np.int64), start_ns=starts, end_ns=ends,
+                       label=(PERIOD_LABEL,) * n, warmup=np.zeros(n, dtype=np.bool_))
+    return period, table
+
+
+__all__ = ["MIN_FOUND_CYCLES", "OPTIMIZER_LABEL", "PERIOD_LABEL", "PROFILER_LABEL", "Chosen",
+           "FoundCycles", "choose_cycles", "flag_warmup", "launch_sequence", "period_cycles"]
