@@ -15,11 +15,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from perfdiff.analysis.model import CompareOptions, Comparison
 from perfdiff.cli.app import app
+from perfdiff.cli.options import (
+    alpha_option,
+    fail_on_regression_option,
+    output_option,
+)
 from perfdiff.errors import ExitCode
 
 if TYPE_CHECKING:
+    from perfdiff.analysis.model import Comparison
     from perfdiff.analysis.sides import Side
     from perfdiff.report.figure_links import FigureLink
     from perfdiff.report.figures import RenderedFigure
@@ -29,7 +34,9 @@ if TYPE_CHECKING:
 # and those imports cost about a second.
 
 
-class OutputFormat(StrEnum):
+class ReportFormat(StrEnum):
+    """compare's formats: the shared markdown|json plus the self-contained HTML report."""
+
     markdown = "markdown"
     json = "json"
     html = "html"
@@ -44,19 +51,16 @@ def compare(
         readable=False,
         help="The run to explain, same kinds of input as NORMAL.")],
     *,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", readable=False,
-        help="Write the report to this file instead of stdout.")] = None,
-    output_format: Annotated[OutputFormat, typer.Option(
+    output: Annotated[Path | None, output_option("the report")] = None,
+    output_format: Annotated[ReportFormat, typer.Option(
         "--format", help="markdown (the report), json (every number, full names, "
         "versioned envelope) or html (one self-contained file: the report, every row of the "
-        "detailed table sortable, the figures inline).")] = OutputFormat.markdown,
+        "detailed table sortable, the figures inline).")] = ReportFormat.markdown,
     top: Annotated[int, typer.Option(
         "--top", min=0, help="Key findings described in prose.")] = 3,
     rows: Annotated[int, typer.Option(
         "--rows", min=0, help="Rows of the detailed table in markdown (0: all).")] = 30,
-    alpha: Annotated[float, typer.Option(
-        "--alpha", min=0.0, max=1.0, help="False-discovery rate for the q-values.")] = 0.05,
+    alpha: Annotated[float, alpha_option("for the q-values")] = 0.05,
     threshold: Annotated[float, typer.Option(
         "--threshold", min=0.0, help="Practical threshold: a function's change of time per "
         "cycle must exceed this % of cycle time to count.")] = 1.0,
@@ -65,10 +69,8 @@ def compare(
         help="Run-to-run variation (CV, %) assumed for a side recorded in one run, which "
         "cannot show it; GPU idle: % of the cycle. Ignored with >= 2 runs per side (measured "
         "there).")] = 2.0,
-    fail_on_regression: Annotated[float | None, typer.Option(
-        "--fail-on-regression", min=0.0, metavar="PCT",
-        help="Exit with code 1 when the cycle time, or a function's time per cycle (as % of "
-        "cycle time), got significantly slower by more than PCT %.")] = None,
+    fail_on_regression: Annotated[float | None, fail_on_regression_option(
+        "the cycle time, or a function's time per cycle (as % of cycle time),")] = None,
     plots: Annotated[str | None, typer.Option(
         "--plots", metavar="[DIR]", help="Write the figures (PNG and SVG) into DIR, or "
         "with no DIR beside the report (REPORT-figures/), and link them from the markdown "
@@ -91,6 +93,7 @@ def compare(
     from rich.console import Console
 
     from perfdiff.analysis.entry import compare_inputs_and_sides
+    from perfdiff.analysis.model import CompareOptions
     from perfdiff.output import write_atomic
     from perfdiff.report.gate import regressions
     from perfdiff.report.json_report import render_json
@@ -108,9 +111,9 @@ def compare(
                                                  (label_normal, label_abnormal))
     figures_dir = figures_folder(plots, output)
     figures = _figures(comparison, sides, figures_dir, output_format)
-    if output_format is OutputFormat.json:
+    if output_format is ReportFormat.json:
         text = render_json(comparison)
-    elif output_format is OutputFormat.html:
+    elif output_format is ReportFormat.html:
         text = _html(comparison, figures)
     else:
         links = (None if figures_dir is None else
@@ -118,7 +121,7 @@ def compare(
         text = render_markdown(comparison, max_rows=rows or None, figures=links)
     if output is not None:
         write_atomic(output, text, inputs=(normal, abnormal), what="the report")
-    elif output_format is OutputFormat.markdown and sys.stdout.isatty():
+    elif output_format is ReportFormat.markdown and sys.stdout.isatty():
         render_terminal(comparison, Console())
     else:
         typer.echo(text, nl=False)
@@ -161,7 +164,7 @@ def figure_links(figures: list[RenderedFigure], folder: Path, report_dir: Path,
 
 
 def _figures(comparison: Comparison, sides: tuple[Side, Side], folder: Path | None,
-             output_format: OutputFormat) -> list[RenderedFigure]:
+             output_format: ReportFormat) -> list[RenderedFigure]:
     """The figures the output needs: files for ``--plots``, SVG for HTML (when matplotlib is
     there; without it HTML has tables and a note)."""
     from perfdiff.report.figures import plotting_available
@@ -169,7 +172,7 @@ def _figures(comparison: Comparison, sides: tuple[Side, Side], folder: Path | No
     wanted = []
     if folder is not None:
         wanted += ["png", "svg"]
-    if output_format is OutputFormat.html and plotting_available():
+    if output_format is ReportFormat.html and plotting_available():
         wanted.append("svg")
     if not wanted:
         return []

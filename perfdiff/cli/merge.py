@@ -17,7 +17,8 @@ from perfdiff.cli.app import app
 _InputsArg = typer.Argument(readable=False,
                              help="Run files to merge (.json or .json.gz), in order.")
 _OutputOpt = typer.Option("--output", "-o", readable=False, help="Merged run file to write.")
-_ForceOpt = typer.Option(help="Merge even when the inputs' workload names differ.")
+_ForceOpt = typer.Option(help="Merge even what is not one experiment: the same file twice, "
+                         "different workloads, parameters, GPU models or drivers.")
 
 
 @app.command()
@@ -33,8 +34,11 @@ def merge(
     for path in inputs:  # before the heavy imports: a missing file in a blink
         require_input(path)
     from perfdiff.collect.merge import merge_run_files
+    from perfdiff.collect.merge_checks import check_distinct_inputs
     from perfdiff.schema.io import load_run_file, save_run_file
 
+    if not force:
+        check_distinct_inputs(inputs)
     files = [load_run_file(p) for p in inputs]
     merged = merge_run_files(files, [str(p) for p in inputs], force=force)
     path = save_run_file(merged, output, inputs=inputs)

@@ -16,6 +16,9 @@ from collections.abc import Iterable
 
 from perfdiff.errors import UsageError
 
+TENSOR_METRIC = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
+DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
 # 5 us overflowed the PM sampler's hardware buffer on the H200 (perfdiff.collect.pm_sampling)
 DEFAULT_SAMPLE_INTERVAL_NS = 20_000
 DEFAULT_NVML_INTERVAL_MS = 10.0
@@ -62,5 +65,5 @@ def check_settings(*, sample_interval_ns: int, nvml_interval_ms: float,
                             f"{', '.join(BACKENDS)})")
 
 
-__all__ = ["DEFAULT_NVML_INTERVAL_MS", "DEFAULT_SAMPLE_INTERVAL_NS", "SettingsError",
-           "check_settings"]
+__all__ = ["DEFAULT_METRICS", "DEFAULT_NVML_INTERVAL_MS", "DEFAULT_SAMPLE_INTERVAL_NS",
+           "DRAM_METRIC", "TENSOR_METRIC", "SettingsError", "check_settings"]

@@ -23,20 +23,20 @@ JSON_FORMAT = "perfdiff.comparison"
 JSON_FORMAT_VERSION = "1.1"
 
 
-def _clean(value: Any) -> Any:
+def clean_json(value: Any) -> Any:
     """Recursively: tuples -> lists, non-finite floats -> None."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): clean_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [clean_json(v) for v in value]
     return value
 
 
 def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
     """The envelope as a plain dict (what :func:`render_json` serialises)."""
-    body = _clean(asdict(comparison))
+    body = clean_json(asdict(comparison))
     # environment pairs read better as objects; key order is kept (Python dicts are ordered)
     body["normal"]["environment"] = dict(comparison.normal.environment)
     body["abnormal"]["environment"] = dict(comparison.abnormal.environment)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from perfdiff.collect.settings import (
+    DEFAULT_METRICS,
     DEFAULT_NVML_INTERVAL_MS,
     DEFAULT_SAMPLE_INTERVAL_NS,
     check_settings,
@@ -33,7 +34,7 @@ class InjectConfig:
     cycle_ms: float | None = None  # fixed windows instead of marked cycles
     cycle_function: str | None = None  # MODULE:QUALNAME whose outermost calls are cycles
     warmup: int = 0  # the first N cycles are flagged warm-up
-    metrics: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = DEFAULT_METRICS
     sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
     pm_sampling: bool = True
     nvml: bool = True
