@@ -18,7 +18,11 @@ Usage: ``python bench/validate_mde_fix.py VARIANT TRIALS {one,five} OFFSET_PCT``
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
+
+if __package__ in (None, ""):  # run as ``python bench/NAME.py``: make ``bench`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np
 from scipy import stats as sps

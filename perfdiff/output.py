@@ -73,6 +73,10 @@ def write_atomic(target: str | os.PathLike[str], data: bytes | str, *,
     payload = data.encode("utf-8") if isinstance(data, str) else data
     if path.is_dir():
         raise OutputError(f"{path}: is a folder; pass a file path to -o")
+    if path.exists() and not path.is_file():  # /dev/stdout, /dev/null, a pipe: a stream
+        return _write_stream(path, payload, what)
+    if path.is_symlink():  # write where the link points; the link stays a link
+        path = Path(os.path.realpath(path))
     folder = path.parent
     tmp_name = ""
     try:
@@ -100,6 +104,18 @@ def write_atomic(target: str | os.PathLike[str], data: bytes | str, *,
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
         raise
+    return path
+
+
+def _write_stream(path: Path, payload: bytes, what: str) -> Path:
+    """A device or pipe cannot be replaced by a rename (and must not be: as root that would
+    put a regular file where /dev/stdout was): write into it."""
+    try:
+        with open(path, "wb") as stream:
+            stream.write(payload)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write {what} ({exc.strerror or type(exc).__name__})"
+                          "; pass another path to -o") from exc
     return path
 
 

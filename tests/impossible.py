@@ -26,10 +26,11 @@ CsvMutation = Callable[[pd.DataFrame], None]
 
 
 def _measured_kernel(run: dict[str, Any]) -> int:
-    """Row of a kernel launched in a measured (non-warm-up) cycle."""
+    """Row of a kernel launched in a measured (non-warm-up) cycle, else in any cycle."""
     cycles = run["cycles"]
     measured = {i for i, w in zip(cycles["index"], cycles["warmup"], strict=True) if not w}
-    return next(k for k, c in enumerate(run["kernels"]["cycle"]) if c in measured)
+    in_cycle = [k for k, c in enumerate(run["kernels"]["cycle"]) if c >= 0]
+    return next((k for k in in_cycle if run["kernels"]["cycle"][k] in measured), in_cycle[0])
 
 
 def _list(column: Any) -> list[Any]:

@@ -45,7 +45,7 @@ from typing import Literal
 import numpy as np
 
 from perfdiff.analysis.stats import REL_SE_FLOOR, bh_qvalues, welch
-from perfdiff.errors import InputError
+from perfdiff.errors import IncomparableRunsError, InputError
 from perfdiff.schema.model import FloatArray, Run, RunFile
 
 DEFAULT_ALPHA = 0.05
@@ -185,6 +185,12 @@ class BenchRun:
     gpu: str
     cases: Mapping[str, CaseSamples] = field(default_factory=dict)
     measure: Measure = "span"  # what ``CaseSamples.gpu_ms`` holds (see select_measure)
+    # every case's medians, in recording order: computed here so that renderers only read them
+    case_summaries: tuple[CaseSummary, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "case_summaries",
+                           tuple(summarise(s) for s in self.cases.values()))
 
 
 def select_measure(run: BenchRun, measure: Measure) -> BenchRun:
@@ -377,7 +383,36 @@ def summarise(samples: CaseSamples) -> CaseSummary:
 
 def summaries(run: BenchRun) -> list[CaseSummary]:
     """Every case's summary, in recording order."""
-    return [summarise(s) for s in run.cases.values()]
+    return list(run.case_summaries)
+
+
+def regressed_cases(changes: Sequence[CaseChange], threshold_pct: float) -> list[CaseChange]:
+    """``--fail-on-regression PCT``: cases flagged *regressed* whose median GPU time per call
+    grew by more than ``threshold_pct`` %, largest first (ties: recording order).
+
+    The same semantics as compare's gate: only what the statistics call a slowdown counts,
+    and only above the user's threshold, so CI does not fail on noise.
+    """
+    found = [c for c in changes if c.verdict == "regressed" and math.isfinite(c.ratio)
+             and 100.0 * (c.ratio - 1.0) > threshold_pct]
+    return sorted(found, key=lambda c: -c.ratio)
+
+
+def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
+    """The comparability rule of ``bench``: refuse runs of different workloads or GPU models
+    unless ``force`` (GPU times do not compare across models)."""
+    if force:
+        return
+    if before.workload != after.workload:
+        raise IncomparableRunsError(
+            f"{before.source} is workload '{before.workload}' but {after.source} is "
+            f"'{after.workload}'; compare runs of one benchmark (or pass --force)"
+        )
+    if before.gpu != after.gpu:
+        raise IncomparableRunsError(
+            f"{before.source} was recorded on {before.gpu} but {after.source} on {after.gpu}; "
+            "GPU times are not comparable across GPU models (pass --force to compare anyway)"
+        )
 
 
 def compare_cases(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfdiff.analysis.cycle_table import cycle_table
+from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.analysis.window_work import WindowWork, per_unit_of_work
 from perfdiff.errors import InputError
 from perfdiff.inputs import require_input
@@ -42,10 +43,12 @@ class SideMeta:
 
 @dataclass(frozen=True)
 class Side:
-    """A loaded input: its cycle table and metadata."""
+    """A loaded input: its cycle table and metadata (and its run file, when it is one: the
+    figures show warm-up cycles and collector marks, which the table leaves out)."""
 
     table: pd.DataFrame
     meta: SideMeta
+    run_file: RunFile | None = None
 
 
 def load_side(path: str | Path, *, cycle_range: str | None = None) -> Side:
@@ -76,7 +79,7 @@ def side_from_run_file(run_file: RunFile, *, source: str = "<memory>") -> Side:
     meta = run_file_meta(run_file, source=source)
     if window is not None:
         meta = replace(meta, window=window)
-    return Side(table, meta)
+    return Side(table, meta, run_file)
 
 
 def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
@@ -104,6 +107,7 @@ def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
     imported = _imported_lines(run_file)
     pairs.extend(imported)
     warnings = list(run_file.collection.warnings)
+    warnings.extend(self_overhead_notes(run_file, source))
     if run_file.status.state != "complete":
         warnings.append(f"{source}: incomplete run ({run_file.status.reason or 'no reason given'})")
     return SideMeta(

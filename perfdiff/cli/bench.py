@@ -16,10 +16,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from perfdiff.cli.app import app
-from perfdiff.errors import ExitCode, IncomparableRunsError
+from perfdiff.cli.options import (
+    OutputFormat,
+    alpha_option,
+    fail_on_regression_option,
+    format_option,
+    output_option,
+)
+from perfdiff.errors import ExitCode
 
 if TYPE_CHECKING:
-    from perfdiff.analysis.bench_cases import BenchRun, Measure
+    from perfdiff.analysis.bench_cases import Measure
 
 
 class MeasureOption(StrEnum):
@@ -27,22 +34,6 @@ class MeasureOption(StrEnum):
     kernels = "kernels"
     stream = "stream"
     call = "call"
-
-
-def check_same_bench(before: BenchRun, after: BenchRun, *, force: bool) -> None:
-    """Refuse runs of different workloads or GPU models unless ``--force``."""
-    if force:
-        return
-    if before.workload != after.workload:
-        raise IncomparableRunsError(
-            f"{before.source} is workload '{before.workload}' but {after.source} is "
-            f"'{after.workload}'; compare runs of one benchmark (or pass --force)"
-        )
-    if before.gpu != after.gpu:
-        raise IncomparableRunsError(
-            f"{before.source} was recorded on {before.gpu} but {after.source} on {after.gpu}; "
-            "GPU times are not comparable across GPU models (pass --force to compare anyway)"
-        )
 
 
 @app.command()
@@ -56,8 +47,7 @@ def bench(
         help="rmsnorm: implementation in the denominator of the speedup column.")] = "triton",
     target: Annotated[str, typer.Option(
         help="rmsnorm: implementation whose speedup is shown.")] = "cuda",
-    alpha: Annotated[float, typer.Option(
-        help="False-discovery rate (Benjamini-Hochberg) for 'regressed'.")] = 0.05,
+    alpha: Annotated[float, alpha_option("(Benjamini-Hochberg) for 'regressed'")] = 0.05,
     noise_floor_pct: Annotated[float, typer.Option(
         help="A change must exceed this share of the median GPU time to be flagged.")] = 5.0,
     min_delta_us: Annotated[float, typer.Option(
@@ -72,13 +62,12 @@ def bench(
     ] = MeasureOption.span,
     spread_factor: Annotated[float, typer.Option(
         help="...and this many times the case's within-run spread (robust CV).")] = 3.0,
-    output: Annotated[Path | None, typer.Option(
-        "--output", "-o", readable=False,
-        help="Write the markdown here instead of printing.")] = None,
+    output: Annotated[Path | None, output_option("the tables")] = None,
+    output_format: Annotated[OutputFormat, format_option()] = OutputFormat.markdown,
     plain: Annotated[bool, typer.Option(
         "--plain", help="Markdown even on a terminal (what a pipe gets).")] = False,
-    fail_on_regression: Annotated[bool, typer.Option(
-        "--fail-on-regression", help="Exit 1 when a case regressed.")] = False,
+    fail_on_regression: Annotated[float | None, fail_on_regression_option(
+        "a case (flagged regressed: its median GPU time per call)")] = None,
     force: Annotated[bool, typer.Option(
         "--force", help="Compare runs of different workloads or GPU models.")] = False,
 ) -> None:
@@ -94,12 +83,20 @@ def bench(
     from perfdiff.analysis.bench_cases import (
         BenchRules,
         bench_run,
+        check_same_bench,
         compare_cases,
+        regressed_cases,
         select_measure,
     )
     from perfdiff.output import write_atomic
     from perfdiff.readers.dispatch import load_input
-    from perfdiff.report.bench_table import bench_view, render_markdown, render_rich
+    from perfdiff.report.bench_table import (
+        bench_view,
+        render_bench_json,
+        render_markdown,
+        render_rich,
+    )
+    from perfdiff.report.format import fmt_p, fmt_pct
 
     if not 1 <= len(runs) <= 2:
         raise typer.BadParameter("give one or two run files", param_hint="RUNS")
@@ -111,15 +108,27 @@ def bench(
     after = loaded[1] if len(loaded) == 2 else None
     changes = None
     if after is not None:
-        check_same_bench(before, after, force=force)
+        check_same_bench(before, after, force=force)  # the one rule, in analysis
         changes = compare_cases(before, after, rules)
     view = bench_view(before, after, changes, rules, baseline=baseline, target=target)
+    if output_format is OutputFormat.json:
+        text = render_bench_json(before, after, changes, rules)
+    else:
+        text = render_markdown(view)
     if output is not None:
-        write_atomic(output, render_markdown(view), inputs=runs, what="the tables")
+        write_atomic(output, text, inputs=runs, what="the tables")
         typer.echo(f"perfdiff: wrote {output}")
-    elif sys.stdout.isatty() and not plain:
+    elif output_format is OutputFormat.markdown and sys.stdout.isatty() and not plain:
         render_rich(view, Console())
     else:
-        typer.echo(render_markdown(view), nl=False)
-    if fail_on_regression and changes and any(c.verdict == "regressed" for c in changes):
-        raise typer.Exit(ExitCode.REGRESSION)
+        typer.echo(text, nl=False)
+    if fail_on_regression is not None and changes:
+        found = regressed_cases(changes, fail_on_regression)
+        if found:
+            first = found[0]
+            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+            typer.echo(f"perfdiff: regression: case '{first.label}' "
+                       f"{fmt_pct(100.0 * (first.ratio - 1.0), signed=True)} GPU time per call, "
+                       f"q = {fmt_p(first.q)} (threshold {fmt_pct(fail_on_regression)}){more}",
+                       err=True)
+            raise typer.Exit(ExitCode.REGRESSION)

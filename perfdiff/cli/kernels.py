@@ -1,8 +1,11 @@
 """``perfdiff kernels RUN``: every kernel launch with its latency and utilisation, or by name.
 
-Thin on purpose: parse options, load the run file, call :mod:`perfdiff.report.kernel_table`,
-print. On a terminal the table is a rich table; piped, it is the seeds' text format (launch
-order) or markdown (``--by name``).
+Thin on purpose: parse options, load the run file, build the rows
+(:mod:`perfdiff.analysis.kernel_rows`), format them (:mod:`perfdiff.report.kernel_table`),
+print or write. Piped or with ``-o``: every row, as the seeds' text (launch order), markdown or
+JSON. On a terminal: the rows with the most GPU time as a rich table and a note saying how to
+see all (a recording holds up to a million launches; printing them all as a rich table took
+70 s for 162,000 rows).
 """
 
 from __future__ import annotations
@@ -15,14 +18,17 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from perfdiff.cli.app import app
+from perfdiff.cli.options import output_option
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from perfdiff.report.kernel_table import LaunchRow, NameRow
+    from perfdiff.analysis.kernel_rows import LaunchRow, NameRow
 
 # The report, schema (numpy) and rich tables are imported inside the functions: every perfdiff
 # command, --help included, imports every command module to register it.
+
+TERMINAL_ROWS = 40  # rows a terminal shows by default: the top by GPU time
 
 
 class NamesOption(StrEnum):
@@ -34,6 +40,14 @@ class NamesOption(StrEnum):
 class ByOption(StrEnum):
     launch = "launch"
     name = "name"
+
+
+class KernelsFormat(StrEnum):
+    """text: the seeds' fixed-width table (launch order); markdown; json."""
+
+    text = "text"
+    markdown = "markdown"
+    json = "json"
 
 
 def _rich_launches(rows: list[LaunchRow], console: Console) -> None:
@@ -90,40 +104,78 @@ def kernels(
     include_warmup: Annotated[bool, typer.Option(
         "--include-warmup", help="Also list warm-up cycles and launches outside any cycle "
         "(they have no PM samples: n/a).")] = False,
+    output: Annotated[Path | None, output_option("every row")] = None,
+    output_format: Annotated[KernelsFormat | None, typer.Option(
+        "--format", help="text (the seeds' fixed-width table, launch order), markdown or "
+        "json (every row, full precision, versioned envelope). Default: text for --by "
+        "launch, markdown for --by name.")] = None,
+    top: Annotated[int, typer.Option(
+        "--top", min=1, help="On a terminal: rows shown, those with the most GPU time.")]
+    = TERMINAL_ROWS,
+    show_all: Annotated[bool, typer.Option(
+        "--all", help="On a terminal: every row (launch order), not only the top.")] = False,
     plain: Annotated[bool, typer.Option(
         "--plain", help="Text/markdown even on a terminal (what a pipe gets).")] = False,
     markdown: Annotated[bool, typer.Option(
-        "--markdown", help="Launch order as a markdown table instead of the seeds' "
-        "fixed-width text.")] = False,
+        "--markdown", help="Same as --format markdown.")] = False,
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
     from perfdiff.inputs import require_input
 
     require_input(run_file, folder_ok=True)  # before the heavy imports: a missing file in a blink
-    from rich.console import Console
-
+    from perfdiff.analysis.kernel_rows import launch_rows, name_rows
     from perfdiff.readers.dispatch import load_input
     from perfdiff.report.kernel_table import (
-        launch_rows,
-        name_rows,
+        render_kernels_json,
         render_launch_markdown,
         render_launch_table,
         render_name_table,
     )
 
+    chosen = output_format or (KernelsFormat.markdown if markdown or by is ByOption.name
+                               else KernelsFormat.text)
     loaded = load_input(run_file)
     launches = launch_rows(loaded, run_index=run, cycle=cycle, names=names.value,
                            warmup=include_warmup)
-    rich_out = sys.stdout.isatty() and not plain
-    if by is ByOption.name:
-        grouped = name_rows(launches)
-        if rich_out:
-            _rich_names(grouped, Console())
-        else:
-            typer.echo(render_name_table(grouped), nl=False)
-    elif rich_out:
-        _rich_launches(launches, Console())
-    elif markdown:
-        typer.echo(render_launch_markdown(launches), nl=False)
+    grouped = name_rows(launches) if by is ByOption.name else None
+    if output is None and sys.stdout.isatty() and not plain and output_format is None \
+            and not markdown:
+        _terminal(launches, grouped, top, show_all)
+        return
+    if chosen is KernelsFormat.json:
+        text = render_kernels_json(grouped if grouped is not None else launches, by=by.value,
+                                   source=str(run_file))
+    elif grouped is not None:
+        text = render_name_table(grouped)
+    elif chosen is KernelsFormat.markdown:
+        text = render_launch_markdown(launches)
     else:
-        typer.echo(render_launch_table(launches, names.value), nl=False)
+        text = render_launch_table(launches, names.value)
+    if output is not None:
+        from perfdiff.output import write_atomic
+
+        write_atomic(output, text, inputs=[run_file], what="the kernel table")
+        typer.echo(f"perfdiff: wrote {output}", err=True)
+    else:
+        typer.echo(text, nl=False)
+
+
+def _terminal(launches: list[LaunchRow], grouped: list[NameRow] | None, top: int,
+              show_all: bool) -> None:
+    """The top rows by GPU time as a rich table, and a note on how to see all."""
+    from rich.console import Console
+
+    from perfdiff.analysis.kernel_rows import top_by_time
+    from perfdiff.report.kernel_table import terminal_note
+
+    console = Console()
+    if grouped is not None:  # already largest total first
+        shown_names = grouped if show_all else grouped[:top]
+        _rich_names(shown_names, console)
+        total, shown, by = len(grouped), len(shown_names), "name"
+    else:
+        shown_launches = launches if show_all else top_by_time(launches, top)
+        _rich_launches(shown_launches, console)
+        total, shown, by = len(launches), len(shown_launches), "launch"
+    if shown < total:
+        console.print(terminal_note(shown, total, by=by), markup=False, highlight=False)

@@ -18,7 +18,8 @@ _InputsArg = typer.Argument(readable=False,
                              help="Run files to merge (.json or .json.gz) or torch.profiler "
                              "traces, in order.")
 _OutputOpt = typer.Option("--output", "-o", readable=False, help="Merged run file to write.")
-_ForceOpt = typer.Option(help="Merge even when the inputs' workload names differ.")
+_ForceOpt = typer.Option(help="Merge even what is not one experiment: the same file twice, "
+                         "different workloads, parameters, GPU models or drivers.")
 
 
 @app.command()
@@ -34,9 +35,12 @@ def merge(
     for path in inputs:  # before the heavy imports: a missing file in a blink
         require_input(path, folder_ok=True)
     from perfdiff.collect.merge import merge_run_files
+    from perfdiff.collect.merge_checks import check_distinct_inputs
     from perfdiff.readers.dispatch import load_input
     from perfdiff.schema.io import save_run_file
 
+    if not force:
+        check_distinct_inputs(inputs)
     files = [load_input(p) for p in inputs]
     merged = merge_run_files(files, [str(p) for p in inputs], force=force)
     path = save_run_file(merged, output, inputs=inputs)

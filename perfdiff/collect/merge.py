@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perfdiff import __version__
+from perfdiff.collect.merge_checks import check_one_experiment, forced_differences
 from perfdiff.errors import InputError
 from perfdiff.schema.model import (
     Collection,
@@ -40,7 +41,9 @@ def merge_run_files(
     if not files:
         raise InputError("nothing to merge: give at least one run file")
     names = list(sources) if sources is not None else [f"input {i}" for i in range(len(files))]
-    _check_same_workload(files, names, force)
+    if not force:
+        check_one_experiment(files, names)
+    files = _distinct_devices(files)
     strings: list[KernelName] = []
     ids: dict[tuple[str, str], int] = {}
     per_file_runs: list[list[Run]] = []
@@ -59,7 +62,7 @@ def merge_run_files(
         tool_version=__version__,
         status=_status(files, names),
         environment=_environment(files, runs),
-        collection=_collection(files),
+        collection=_collection(files, [] if not force else forced_differences(files, names)),
         workload=first.workload,
         strings=tuple(strings),
         runs=tuple(runs),
@@ -67,14 +70,49 @@ def merge_run_files(
     )
 
 
-def _check_same_workload(files: Sequence[RunFile], names: Sequence[str], force: bool) -> None:
-    first = files[0].workload.name
-    for run_file, name in zip(files, names, strict=True):
-        if run_file.workload.name != first and not force:
-            raise InputError(
-                f"{name}: workload '{run_file.workload.name}' differs from '{first}' in "
-                f"{names[0]}; merge only recordings of one workload (or pass --force)"
-            )
+def _distinct_devices(files: Sequence[RunFile]) -> list[RunFile]:
+    """Give a device of a later unranked input that collides by index with a different GPU
+    (another uuid or model) the next free index, in its environment and its runs alike: every
+    input's devices stay in the merged environment (an H200 merged with --force into an H100 file no
+    longer disappears, so a later compare still sees both models)."""
+    taken: dict[int, tuple[str, str]] = {}
+    out = []
+    for run_file in files:
+        ranked = any(run.rank is not None for run in run_file.runs)
+        remap: dict[int, int] = {}
+        for device in run_file.environment.devices:
+            identity = (device.uuid, device.name)
+            owner = taken.get(device.index)
+            if owner is not None and owner != identity and not ranked:
+                new = max(taken) + 1
+                remap[device.index] = new
+                taken[new] = identity
+            else:
+                taken.setdefault(device.index, identity)
+        out.append(_renumbered(run_file, remap) if remap else run_file)
+    return out
+
+
+def _renumbered(run_file: RunFile, remap: dict[int, int]) -> RunFile:
+    def column(values: np.ndarray[tuple[int], np.dtype[np.int64]]
+               ) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
+        out = values.copy()
+        for old, new in remap.items():
+            out[values == old] = new
+        return out
+
+    runs = tuple(dataclasses.replace(
+        run,
+        kernels=dataclasses.replace(run.kernels, device=column(run.kernels.device)),
+        memcpy=dataclasses.replace(run.memcpy, device=column(run.memcpy.device)),
+        memset=dataclasses.replace(run.memset, device=column(run.memset.device)),
+        metrics=tuple(dataclasses.replace(m, device=remap.get(m.device, m.device))
+                      for m in run.metrics),
+    ) for run in run_file.runs)
+    devices = tuple(dataclasses.replace(d, index=remap.get(d.index, d.index))
+                    for d in run_file.environment.devices)
+    return dataclasses.replace(run_file, runs=runs, environment=dataclasses.replace(
+        run_file.environment, devices=devices))
 
 
 def _intern(ids: dict[tuple[str, str], int], strings: list[KernelName], name: KernelName) -> int:
@@ -150,9 +188,9 @@ def _environment(files: Sequence[RunFile], runs: list[Run]) -> Environment:
     return dataclasses.replace(first, devices=tuple(devices[i] for i in sorted(devices)))
 
 
-def _collection(files: Sequence[RunFile]) -> Collection:
+def _collection(files: Sequence[RunFile], forced: Sequence[str] = ()) -> Collection:
     first = files[0].collection
-    warnings = [w for f in files for w in f.collection.warnings]
+    warnings = [*forced, *(w for f in files for w in f.collection.warnings)]
     intervals = {f.collection.sample_interval_ns for f in files}
     if len(intervals) > 1:
         warnings.append(

@@ -36,12 +36,14 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.collect.settings import DEFAULT_SAMPLE_INTERVAL_NS
+from perfdiff.collect.settings import (
+    DEFAULT_METRICS,
+    DEFAULT_SAMPLE_INTERVAL_NS,
+    DRAM_METRIC,
+    TENSOR_METRIC,
+)
 from perfdiff.schema.model import MetricSeries
 
-TENSOR_METRIC = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
-DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
-DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
 # the one default (5 us overflowed the hardware buffer on the H200, see below)
 DEFAULT_INTERVAL_NS = DEFAULT_SAMPLE_INTERVAL_NS
 # A sample record takes about 13 KB of the hardware buffer on GH100 (512 MiB overflowed after

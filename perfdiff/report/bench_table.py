@@ -15,23 +15,25 @@ the same model, so the two outputs cannot disagree.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from perfdiff import __version__
 from perfdiff.analysis.bench_cases import (
     BenchRules,
     BenchRun,
     CaseChange,
     CaseSummary,
-    summaries,
 )
 from perfdiff.report.format import fmt_int, fmt_ms, fmt_num, fmt_p, md_cell
+from perfdiff.report.json_report import clean_json
 from perfdiff.report.table import pipe_table
 
 IMPL_ORDER = ("naive", "torchscript", "triton", "cuda")
@@ -87,7 +89,7 @@ def _us(ms: float) -> str:
 
 
 def _describe(run: BenchRun) -> str:
-    n = {s.n for s in summaries(run)}
+    n = {s.n for s in run.case_summaries}
     cycles = "/".join(str(v) for v in sorted(n))
     return f"{run.source} ({run.workload} on {run.gpu}, {cycles} cycles per case)"
 
@@ -117,7 +119,7 @@ def linalg_view(before: BenchRun, after: BenchRun | None,
     runs = [before] if after is None else [before, after]
     cpu: dict[tuple[str, str, str, str], float] = {}
     for run in reversed(runs):  # the first run's CPU time wins
-        for s in summaries(run):
+        for s in run.case_summaries:
             if s.fields.get("device") == "cpu":
                 cpu[_linalg_key(s)] = s.host_ms
     change_of = {c.label: c for c in changes or ()}
@@ -128,9 +130,9 @@ def linalg_view(before: BenchRun, after: BenchRun | None,
         headers = ["shape", "cpu_time (ms)", f"gpu_time ({_backend(before)}) (ms)"]
     rows: list[tuple[str, ...]] = []
     labels = list(dict.fromkeys(
-        s.label for run in runs for s in summaries(run) if s.fields.get("device") == "cuda"
+        s.label for run in runs for s in run.case_summaries if s.fields.get("device") == "cuda"
     ))
-    by_label = {s.label: s for run in reversed(runs) for s in summaries(run)}
+    by_label = {s.label: s for run in reversed(runs) for s in run.case_summaries}
     for label in labels:
         s = by_label[label]
         op, batch, n, dtype = _linalg_key(s)
@@ -178,7 +180,7 @@ def rmsnorm_view(before: BenchRun, after: BenchRun | None,
     With two runs, cells show the second run's times, flagged against the first.
     """
     shown = after if after is not None else before
-    cases = {s.label: s for s in summaries(shown)}
+    cases = {s.label: s for s in shown.case_summaries}
     change_of = {c.label: c for c in changes or ()}
     impls = _ordered({s.fields.get("impl", "") for s in cases.values()}, IMPL_ORDER)
     dtypes = _ordered({s.fields.get("dtype", "") for s in cases.values()}, DTYPE_ORDER)
@@ -235,7 +237,7 @@ def cases_view(before: BenchRun, after: BenchRun | None,
         rows = tuple(
             (s.label or "(unlabelled)", fmt_int(s.n), fmt_ms(s.gpu_ms),
              fmt_ms(s.kernel_ms), fmt_ms(s.host_ms), fmt_num(s.launches, 1))
-            for s in summaries(before)
+            for s in before.case_summaries
         )
         table = BenchTable("", headers, rows, right=(1, 2, 3, 4, 5))
         return BenchView(before.workload, (table,), (f"Run: {_describe(before)}.",))
@@ -302,3 +304,28 @@ def _rich_cell(text: str) -> str:
 
 __all__ = ["BenchTable", "BenchView", "bench_view", "cases_view", "linalg_view",
            "render_markdown", "render_rich", "rmsnorm_view"]
+
+
+BENCH_JSON_FORMAT = "perfdiff.bench"
+BENCH_JSON_VERSION = "1.0"  # 1.0 (perfdiff 0.1.0): first format
+
+
+def _run_json(run: BenchRun) -> dict[str, object]:
+    return {"source": run.source, "workload": run.workload, "gpu": run.gpu,
+            "params": dict(run.params), "measure": run.measure,
+            "cases": [asdict(s) for s in run.case_summaries]}
+
+
+def render_bench_json(before: BenchRun, after: BenchRun | None,
+                      changes: Sequence[CaseChange] | None, rules: BenchRules) -> str:
+    """``bench --format json``: every case's medians and, with two runs, every comparison, in a
+    versioned envelope (as ``compare --format json``); NaN becomes null."""
+    body: dict[str, object] = {
+        "rules": asdict(rules),
+        "before": _run_json(before),
+        "after": _run_json(after) if after is not None else None,
+        "changes": [asdict(c) for c in changes] if changes is not None else None,
+    }
+    envelope = {"format": BENCH_JSON_FORMAT, "version": BENCH_JSON_VERSION,
+                "tool_version": __version__, "bench": clean_json(body)}
+    return json.dumps(envelope, indent=2, allow_nan=False, ensure_ascii=False) + "\n"

@@ -255,32 +255,3 @@ METRIC_WIDTH = 40
 def metric_name(name: str) -> str:
     """The metric as tables and prose show it: a known alias, or the name shortened."""
     return METRIC_ALIASES.get(name) or shorten_middle(name, METRIC_WIDTH)
-
-
-def base_name(demangled: str) -> str:
-    """The bare function name of a demangled C++ signature, as the seeds' kernel tables show it.
-
-    ``void at::native::elementwise_kernel<128, 2, ...>(int, ...)`` -> ``elementwise_kernel``.
-    Brackets are matched, so template arguments that contain ``(...)`` or ``::`` do not
-    confuse it; ``(anonymous namespace)`` is a scope, not a parameter list. Falls back to the
-    whole name when nothing is left.
-    """
-    text = _one_line(demangled).replace("(anonymous namespace)", "anon")
-    # cut at the first top-level "(" (the parameter list) and drop template arguments
-    depth = 0
-    kept: list[str] = []
-    for ch in text:
-        if ch in "<(":
-            if depth == 0 and ch == "(":
-                break
-            depth += 1
-            continue
-        if ch in ">)":
-            depth = max(0, depth - 1)
-            continue
-        if depth == 0:
-            kept.append(ch)
-    qualified = "".join(kept).strip()
-    qualified = qualified.rsplit(" ", 1)[-1]  # drop a return type ("void ")
-    short = qualified.rsplit("::", 1)[-1]
-    return short or text

@@ -5,7 +5,8 @@ Why an envelope with its own version (pipx's idea): scripts that parse our outpu
 schema. Names are kept in full here (tables shorten them). NaN and infinities become ``null``
 (strict JSON has neither), so every JSON parser reads the output.
 
-Version history: 1.0 (perfdiff 0.1.0) first format.
+Version history: 1.0 (perfdiff 0.1.0) first format; 1.1 adds ``ci_low_pct`` / ``ci_high_pct``
+(95 % interval of the change of GPU busy time) to each entry of ``devices`` (issue 17).
 """
 
 from __future__ import annotations
@@ -19,23 +20,23 @@ from perfdiff import __version__
 from perfdiff.analysis.model import Comparison
 
 JSON_FORMAT = "perfdiff.comparison"
-JSON_FORMAT_VERSION = "1.0"
+JSON_FORMAT_VERSION = "1.1"
 
 
-def _clean(value: Any) -> Any:
+def clean_json(value: Any) -> Any:
     """Recursively: tuples -> lists, non-finite floats -> None."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): clean_json(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
+        return [clean_json(v) for v in value]
     return value
 
 
 def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
     """The envelope as a plain dict (what :func:`render_json` serialises)."""
-    body = _clean(asdict(comparison))
+    body = clean_json(asdict(comparison))
     # environment pairs read better as objects; key order is kept (Python dicts are ordered)
     body["normal"]["environment"] = dict(comparison.normal.environment)
     body["abnormal"]["environment"] = dict(comparison.abnormal.environment)

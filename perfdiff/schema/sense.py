@@ -17,8 +17,10 @@ edited or written by something else):
 - a record's cycle is -1 (outside any cycle) or one of the run's cycle indexes; cycle indexes
   are unique;
 - a record's device is one of the environment's devices (when the file lists any);
-- metric values are finite or NaN (a missing sample), never infinite; metric timestamps are
-  non-negative.
+- metric values are finite or NaN (a missing sample), never infinite, and below
+  :data:`METRIC_LIMIT` in size (no unit recorded reaches it: GPU memory in bytes is ~1e11); a
+  bitmask is a whole number that fits 53 bits; metric timestamps are non-negative, in order,
+  and end no later than the records may (NVML keeps polling ~2 s after the last cycle).
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ from __future__ import annotations
 import numpy as np
 
 from perfdiff.errors import InputError
-from perfdiff.schema.model import KernelTable, Run, RunFile, TransferTable
+from perfdiff.schema.model import KernelTable, MetricSeries, Run, RunFile, TransferTable
 
 # How long GPU work may outlast the cycles that launched it (queued behind the last cycle);
 # generous on purpose: it separates a busy queue from a timestamp that is days or years off.
 QUEUE_SLACK_NS = 60 * 1_000_000_000
+METRIC_LIMIT = 1e15
+BITMASK_LIMIT = 2.0**53
 FIX = "the file is damaged or was not written by perfdiff; re-record the run or re-copy the file"
 
 
@@ -69,16 +73,35 @@ def _check_run(run: Run, where: str, devices: set[int], run_file: RunFile) -> No
                 raise _refuse(f"{label}:", "names a kernel outside the string table")
     for k, metric in enumerate(run.metrics):
         label = f"{where}.metrics[{k}] ({metric.name})"
-        infinite = np.isinf(metric.values)
-        if infinite.any():
-            row = int(infinite.argmax())
-            raise _refuse(f"{label} row {row}:", f"value {metric.values[row]} is not finite")
-        if metric.timestamps_ns.size and metric.timestamps_ns.min() < 0:
-            row = int((metric.timestamps_ns < 0).argmax())
-            raise _refuse(f"{label} row {row}:", "has a negative timestamp")
+        _check_metric(label, metric, span, last_end if cycles.index.size else None)
         if devices and metric.device >= 0 and metric.device not in devices:
             raise _refuse(f"{label}:", f"is on device {metric.device}, which the environment "
                           f"does not list (devices {sorted(devices)})")
+
+
+def _check_metric(label: str, metric: MetricSeries, span: int, last_end: int | None) -> None:
+    values, stamps = metric.values, metric.timestamps_ns
+    with np.errstate(invalid="ignore"):
+        wrong = ~np.isnan(values) & ~(np.abs(values) < METRIC_LIMIT)
+        if metric.unit == "bitmask":
+            wrong |= ~np.isnan(values) & ((values < 0) | (values >= BITMASK_LIMIT)
+                                          | (values != np.round(values)))
+    if wrong.any():
+        row = int(wrong.argmax())
+        raise _refuse(f"{label} row {row}:", f"value {values[row]} is not a possible "
+                      f"{metric.unit} reading")
+    if not stamps.size:
+        return
+    if stamps.min() < 0:
+        row = int((stamps < 0).argmax())
+        raise _refuse(f"{label} row {row}:", "has a negative timestamp")
+    backwards = np.diff(stamps) < 0
+    if backwards.any():
+        row = int(backwards.argmax()) + 1
+        raise _refuse(f"{label} row {row}:", "has a timestamp earlier than the one before")
+    if last_end is not None and stamps[-1] > last_end + span + QUEUE_SLACK_NS:
+        raise _refuse(f"{label} row {stamps.size - 1}:", f"is sampled at {stamps[-1]} ns, "
+                      f"beyond the run (its cycles end at {last_end} ns)")
 
 
 def _check_interval(label: str, kind: str, start: np.ndarray, end: np.ndarray,

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from perfdiff.analysis.kernel_rows import launch_rows, name_rows
 from perfdiff.errors import ExitCode
-from perfdiff.report.kernel_table import launch_rows, name_rows, render_launch_table
+from perfdiff.report.kernel_table import render_launch_table
 from perfdiff.schema import save_run_file
 from tests.conftest import Runner
 from tests.factories import ODD_NAMES, KernelSpec, make_run_file

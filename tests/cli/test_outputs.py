@@ -139,3 +139,22 @@ def test_unwritable_output_is_exit_3_never_70(run_cli: Runner, bench_pair: tuple
                                "-o", str(target))
         assert code == ExitCode.BAD_INPUT, (command, target, err)
         assert str(target) in _one_line(err)
+
+
+def test_a_link_stays_a_link_and_a_device_is_written_into(tmp_path: Path) -> None:
+    real = tmp_path / "real.md"
+    real.write_text("old")
+    link = tmp_path / "link.md"
+    link.symlink_to(real)
+    output.write_atomic(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert output.write_atomic("/dev/null", "x") == Path("/dev/null")
+    assert Path("/dev/null").is_char_device()
+
+
+def test_dev_full_is_one_line(run_cli: Runner, pair: tuple[Path, Path]) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    code, _, err = run_cli("compare", str(pair[0]), str(pair[1]), "-o", "/dev/full")
+    assert code == ExitCode.BAD_INPUT and "No space left" in _one_line(err)
+    assert Path("/dev/full").is_char_device()

@@ -28,6 +28,7 @@ def test_one_default_per_setting() -> None:
     assert InjectConfig(shard_dir="").sample_interval_ns == DEFAULT_SAMPLE_INTERVAL_NS
     assert DEFAULT_INTERVAL_NS == DEFAULT_SAMPLE_INTERVAL_NS
     assert CollectSettings().nvml_interval_ms == InjectConfig(shard_dir="").nvml_interval_ms
+    assert CollectSettings().metrics == InjectConfig(shard_dir="").metrics
 
 
 @pytest.mark.parametrize(("field", "value", "option"), [

@@ -23,7 +23,7 @@ from perfdiff.collect.nvtx_cycles import NvtxCycles
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace
 from perfdiff.collect.user_program import exit_status, resolve_command
 from perfdiff.collect.window_cycles import fixed_windows
-from perfdiff.errors import InputError
+from perfdiff.errors import IncomparableRunsError, InputError
 from perfdiff.schema.io import load_run_file, save_run_file
 from perfdiff.schema.model import RunFile, Status
 from tests.factories import KernelSpec, make_run_file
@@ -71,7 +71,8 @@ def test_merge_keeps_incomplete_reasons_and_refuses_other_workloads() -> None:
     merged = merge_run_files([ok, bad], ["a.json", "b.json"])
     assert merged.status == Status("incomplete", "b.json: Ctrl-C")
     other = make_run_file(workload="other")
-    with pytest.raises(InputError, match=r"b\.json: workload 'other' differs"):
+    with pytest.raises(IncomparableRunsError,
+                       match=r"b\.json and a\.json are different workloads \('other'"):
         merge_run_files([ok, other], ["a.json", "b.json"])
     assert merge_run_files([ok, other], force=True).runs
     with pytest.raises(InputError):

@@ -55,8 +55,9 @@ PAIR = [FIXTURES / f"gpt-infer-{name}.json.gz" for name in ("normal", "contended
 def test_real_recordings_as_two_ranks_single_out_the_contended_gpu() -> None:
     normal = merge_run_files([_as_rank(load_run_file(AA[0]), 0),
                               _as_rank(load_run_file(PAIR[0]), 1)])
+    # force: the ranks pose as one job although one was recorded contended (-p contend)
     abnormal = merge_run_files([_as_rank(load_run_file(AA[1]), 0),
-                                _as_rank(load_run_file(PAIR[1]), 1)])
+                                _as_rank(load_run_file(PAIR[1]), 1)], force=True)
     sides = side_from_run_file(normal, source="n"), side_from_run_file(abnormal, source="a")
     c = compare_tables(sides[0].table, sides[1].table, FAST,
                        normal_meta=sides[0].meta, abnormal_meta=sides[1].meta)

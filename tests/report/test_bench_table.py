@@ -101,10 +101,10 @@ def test_bench_command_gate_and_output_file(run_cli: Runner, tmp_path: Path) -> 
     b = _save(tmp_path, "b.json.gz", BenchFileSpec(rmsnorm_cases({PLANTED: 1.3}), seed=2,
                                                    noise=0.005))
     report = tmp_path / "bench.md"
-    code, _, err = run_cli("bench", a, b, "-o", str(report), "--fail-on-regression")
+    code, _, err = run_cli("bench", a, b, "-o", str(report), "--fail-on-regression", "0")
     assert code == ExitCode.REGRESSION, err
     assert "***regressed" in report.read_text().replace("\\", "")
-    code, _, err = run_cli("bench", a, a, "--plain", "--fail-on-regression")
+    code, _, err = run_cli("bench", a, a, "--plain", "--fail-on-regression", "0")
     assert code == 0, err
 
 

@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfdiff.report.format import (
-    base_name,
     display_name,
     fmt_int,
     fmt_ms,
@@ -23,6 +22,7 @@ from perfdiff.report.format import (
     shorten_middle,
 )
 from perfdiff.report.table import pipe_table, seed_pipe_table
+from perfdiff.schema.names import base_name
 
 NUMBER = re.compile(r"^[+-]?\d{1,3}(,\d{3})*\.\d+$")
 

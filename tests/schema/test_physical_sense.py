@@ -33,7 +33,7 @@ NEEDLES = {
     "kernel_in_missing_cycle": "points at cycle 10000",
     "kernel_on_unknown_device": "device 7",
     "kernel_starts_before_zero": "negative time",
-    "metric_value_infinite": "not finite",
+    "metric_value_infinite": "value inf is not a possible pct reading",
     "cycle_index_twice": "same cycle index twice",
 }
 

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from perfdiff.collect.settings import (
+    DEFAULT_METRICS,
     DEFAULT_NVML_INTERVAL_MS,
     DEFAULT_SAMPLE_INTERVAL_NS,
     check_settings,
@@ -33,19 +34,21 @@ class InjectConfig:
     cycle_ms: float | None = None  # fixed windows instead of marked cycles
     cycle_function: str | None = None  # MODULE:QUALNAME whose outermost calls are cycles
     warmup: int = 0  # the first N cycles are flagged warm-up
-    metrics: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = DEFAULT_METRICS
     sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
     pm_sampling: bool = True
     nvml: bool = True
     nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
     trace_memory: bool = True
     backend: str = "cupti"  # "cupti", or "fake" (CPU tests: see fake_backend)
+    untraced_every: int = 8  # one measured cycle in N untraced (collect/overhead.py); 0: none
     command: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         check_settings(sample_interval_ns=self.sample_interval_ns,
                        nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
-                       warmup=self.warmup, cycle_ms=self.cycle_ms, backend=self.backend)
+                       warmup=self.warmup, cycle_ms=self.cycle_ms, backend=self.backend,
+                       untraced_every=self.untraced_every)
 
     def to_env(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
