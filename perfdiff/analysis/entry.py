@@ -12,17 +12,26 @@ from pathlib import Path
 
 from perfdiff.analysis.comparison import compare_tables
 from perfdiff.analysis.model import CompareOptions, Comparison
-from perfdiff.analysis.sides import load_side
+from perfdiff.analysis.sides import Side, load_side
 
 
 def compare_inputs(normal_path: str | Path, abnormal_path: str | Path,
                    options: CompareOptions | None = None,
                    labels: tuple[str, str] = ("normal", "abnormal")) -> Comparison:
     """Load both inputs (run files or LatencyPrism folders) and compare them."""
+    return compare_inputs_and_sides(normal_path, abnormal_path, options, labels)[0]
+
+
+def compare_inputs_and_sides(normal_path: str | Path, abnormal_path: str | Path,
+                             options: CompareOptions | None = None,
+                             labels: tuple[str, str] = ("normal", "abnormal"),
+                             ) -> tuple[Comparison, tuple[Side, Side]]:
+    """:func:`compare_inputs`, and the loaded inputs (the figures draw their cycles)."""
     normal = load_side(normal_path)
     abnormal = load_side(abnormal_path)
-    return compare_tables(normal.table, abnormal.table, options, normal_meta=normal.meta,
-                          abnormal_meta=abnormal.meta, labels=labels)
+    comparison = compare_tables(normal.table, abnormal.table, options, normal_meta=normal.meta,
+                                abnormal_meta=abnormal.meta, labels=labels)
+    return comparison, (normal, abnormal)
 
 
-__all__ = ["compare_inputs"]
+__all__ = ["compare_inputs", "compare_inputs_and_sides"]

@@ -175,6 +175,9 @@ class DeviceSummary:
     busy_ms_abnormal: float
     delta_pct: float
     verdict: Verdict
+    # added for the figures (issue 17): 95 % bootstrap interval of delta_pct (NaN: not defined)
+    ci_low_pct: float = float("nan")
+    ci_high_pct: float = float("nan")
 
 
 @dataclass(frozen=True)

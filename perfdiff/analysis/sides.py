@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfdiff.analysis.cycle_table import cycle_table
+from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.analysis.window_work import WindowWork, per_unit_of_work
 from perfdiff.errors import InputError
 from perfdiff.inputs import require_input
@@ -40,10 +41,12 @@ class SideMeta:
 
 @dataclass(frozen=True)
 class Side:
-    """A loaded input: its cycle table and metadata."""
+    """A loaded input: its cycle table and metadata (and its run file, when it is one: the
+    figures show warm-up cycles and collector marks, which the table leaves out)."""
 
     table: pd.DataFrame
     meta: SideMeta
+    run_file: RunFile | None = None
 
 
 def load_side(path: str | Path) -> Side:
@@ -70,7 +73,7 @@ def side_from_run_file(run_file: RunFile, *, source: str = "<memory>") -> Side:
     meta = run_file_meta(run_file, source=source)
     if window is not None:
         meta = replace(meta, window=window)
-    return Side(table, meta)
+    return Side(table, meta, run_file)
 
 
 def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
@@ -96,6 +99,7 @@ def run_file_meta(run_file: RunFile, *, source: str) -> SideMeta:
         )
     pairs.append(("perfdiff", run_file.tool_version))
     warnings = list(run_file.collection.warnings)
+    warnings.extend(self_overhead_notes(run_file, source))
     if run_file.status.state != "complete":
         warnings.append(f"{source}: incomplete run ({run_file.status.reason or 'no reason given'})")
     return SideMeta(

@@ -251,11 +251,19 @@ def device_summaries(
         x = busy[0][i].to_numpy(dtype=np.float64)
         y = busy[1][i].to_numpy(dtype=np.float64)
         w = welch(x[:, None], y[:, None], rel_floor=rel_floor_of(g))
-        results.append((g, w))
+        # the interval has the test's width (target_se), as the functions' intervals do
+        low, high = bootstrap_delta_ci(
+            x[:, None],
+            y[:, None],
+            resamples=opts.bootstrap_resamples,
+            rng=np.random.default_rng([opts.seed, zlib.crc32(f"busy|{g[0]}|{g[1]}".encode())]),
+            target_se=w.se,
+        )
+        results.append((g, w, float(low[0]), float(high[0])))
         ps.append(float(w.p[0]))
     qs = bh_qvalues(np.asarray(ps, dtype=np.float64))
     out = []
-    for (g, w), q in zip(results, qs, strict=True):
+    for (g, w, low_ms, high_ms), q in zip(results, qs, strict=True):
         m_n, m_a = float(w.mean_normal[0]), float(w.mean_abnormal[0])
         delta = m_a - m_n
         threshold = (
@@ -278,6 +286,8 @@ def device_summaries(
                 busy_ms_abnormal=m_a,
                 delta_pct=100.0 * delta / m_n if m_n else math.nan,
                 verdict=verdict,
+                ci_low_pct=100.0 * low_ms / m_n if m_n and comparable else math.nan,
+                ci_high_pct=100.0 * high_ms / m_n if m_n and comparable else math.nan,
             )
         )
     return out

@@ -46,9 +46,11 @@ def _register_commands() -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    from perfdiff.cli.bare_options import expand_bare_options
+
     _register_commands()
     try:
-        app(standalone_mode=True)
+        app(args=expand_bare_options(sys.argv[1:]), standalone_mode=True)
     except PerfdiffError as exc:
         print(f"perfdiff: error: {exc}", file=sys.stderr)  # as raised: one line, never edited
         sys.exit(exit_code_for(exc))

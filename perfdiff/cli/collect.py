@@ -154,6 +154,11 @@ _FunctionOpt = typer.Option(
 )
 
 
+_UntracedOpt = typer.Option(
+    help="Leave one measured cycle in N untraced (activity off) so the run file measures "
+    "perfdiff's own overhead on this program; 0: trace every cycle.")
+
+
 @app.command(context_settings={"allow_extra_args": True})
 def collect(
     ctx: typer.Context,
@@ -185,6 +190,7 @@ def collect(
     cycle_ms: Annotated[float | None, _CycleMsOpt] = None,
     runs: Annotated[int, _RunsOpt] = 1,
     cycle_function: Annotated[str | None, _FunctionOpt] = None,
+    untraced_every: Annotated[int, _UntracedOpt] = 8,
 ) -> None:
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
     from perfdiff.cli.saving import save_recording
@@ -213,6 +219,7 @@ def collect(
                                                                            *extra))),
             pm_sampling=not no_pm, nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms,
             trace_memory=not no_memory, contend=contend, contend_device=device,
+            untraced_every=untraced_every,
         )
         return
     if runs != 1 or cycle_range or cycle_ms is not None or cycle_function:
@@ -236,7 +243,7 @@ def collect(
     settings = CollectSettings(
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=not no_pm,
         nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=not no_memory,
-        device_index=device, trace_api=api_records,
+        device_index=device, trace_api=api_records, untraced_every=untraced_every,
     )
     opened = open_sources(settings)
     for warning in opened.sources.warnings:

@@ -42,6 +42,7 @@ def collect_program(
     trace_memory: bool,
     contend: float = 0.0,
     contend_device: int = 0,
+    untraced_every: int = 8,
 ) -> None:
     """Run and record CMD; exit with its exit code (0 when every run succeeded).
 
@@ -72,6 +73,7 @@ def collect_program(
         cycle_function=cycle_function or None, warmup=warmup,
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
+        untraced_every=untraced_every,
     )
     if backend == "cupti" and importlib.util.find_spec("cupti") is None:
         raise CollectorUnavailableError(

@@ -9,24 +9,37 @@ output goes and the ``--fail-on-regression`` exit code.
 from __future__ import annotations
 
 import sys
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from perfdiff.cli.app import app
 from perfdiff.cli.options import (
-    OutputFormat,
     alpha_option,
     fail_on_regression_option,
-    format_option,
     output_option,
 )
 from perfdiff.errors import ExitCode
 
+if TYPE_CHECKING:
+    from perfdiff.analysis.model import Comparison
+    from perfdiff.analysis.sides import Side
+    from perfdiff.report.figure_links import FigureLink
+    from perfdiff.report.figures import RenderedFigure
+
 # The analysis (pandas, scipy) and the renderers are imported inside the functions that use
 # them: every perfdiff command, --help included, imports every command module to register it,
 # and those imports cost about a second.
+
+
+class ReportFormat(StrEnum):
+    """compare's formats: the shared markdown|json plus the self-contained HTML report."""
+
+    markdown = "markdown"
+    json = "json"
+    html = "html"
 
 
 @app.command()
@@ -39,7 +52,10 @@ def compare(
         help="The run to explain, same kinds of input as NORMAL.")],
     *,
     output: Annotated[Path | None, output_option("the report")] = None,
-    output_format: Annotated[OutputFormat, format_option()] = OutputFormat.markdown,
+    output_format: Annotated[ReportFormat, typer.Option(
+        "--format", help="markdown (the report), json (every number, full names, "
+        "versioned envelope) or html (one self-contained file: the report, every row of the "
+        "detailed table sortable, the figures inline).")] = ReportFormat.markdown,
     top: Annotated[int, typer.Option(
         "--top", min=0, help="Key findings described in prose.")] = 3,
     rows: Annotated[int, typer.Option(
@@ -55,9 +71,10 @@ def compare(
         "there).")] = 2.0,
     fail_on_regression: Annotated[float | None, fail_on_regression_option(
         "the cycle time, or a function's time per cycle (as % of cycle time),")] = None,
-    plots: Annotated[Path | None, typer.Option(
-        "--plots", readable=False, help="Write PNG plots into this folder (needs "
-        "matplotlib: pip install 'perfdiff\\[plots]').")] = None,
+    plots: Annotated[str | None, typer.Option(
+        "--plots", metavar="[DIR]", help="Write the figures (PNG and SVG) into DIR, or "
+        "with no DIR beside the report (REPORT-figures/), and link them from the markdown "
+        "(needs matplotlib: pip install 'perfdiff\\[plots]').")] = None,
     seed_compatible: Annotated[bool, typer.Option(
         "--seed-compatible", help="Reproduce LatencyPrism's numbers, ranking and sections "
         "1-2 layout.")] = False,
@@ -75,7 +92,7 @@ def compare(
         require_input(path, folder_ok=True)
     from rich.console import Console
 
-    from perfdiff.analysis.entry import compare_inputs
+    from perfdiff.analysis.entry import compare_inputs_and_sides
     from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
     from perfdiff.output import write_atomic
@@ -88,28 +105,88 @@ def compare(
                              seed_compatible=seed_compatible, top=top, force=force,
                              run_cv_pct=run_cv_pct)
     if plots is not None:
-        from perfdiff.report.plots import ensure_plotting
+        from perfdiff.report.figures import ensure_plotting
 
         ensure_plotting()
-    comparison = compare_inputs(normal, abnormal, options, (label_normal, label_abnormal))
-    if output_format is OutputFormat.json:
+    comparison, sides = compare_inputs_and_sides(normal, abnormal, options,
+                                                 (label_normal, label_abnormal))
+    figures_dir = figures_folder(plots, output)
+    figures = _figures(comparison, sides, figures_dir, output_format)
+    if output_format is ReportFormat.json:
         text = render_json(comparison)
+    elif output_format is ReportFormat.html:
+        text = _html(comparison, figures)
     else:
-        text = render_markdown(comparison, max_rows=rows or None)
+        links = (None if figures_dir is None else
+                 figure_links(figures, figures_dir, output.parent if output else Path()))
+        text = render_markdown(comparison, max_rows=rows or None, figures=links)
     if output is not None:
         write_atomic(output, text, inputs=(normal, abnormal), what="the report")
-    elif output_format is OutputFormat.markdown and sys.stdout.isatty():
+    elif output_format is ReportFormat.markdown and sys.stdout.isatty():
         render_terminal(comparison, Console())
     else:
         typer.echo(text, nl=False)
-    if plots is not None:
-        from perfdiff.report.plots import write_plots
+    if figures_dir is not None:
+        from perfdiff.report.figures import write_figures
 
-        for path in write_plots(comparison, plots):
-            typer.echo(f"perfdiff: wrote {path}", err=True)
+        for written in write_figures(figures, figures_dir, inputs=(normal, abnormal)):
+            typer.echo(f"perfdiff: wrote {written.png} and {written.svg.name}", err=True)
     if fail_on_regression is not None:
         found = regression_lines(find_regressions(comparison, fail_on_regression))
         if found:
             typer.echo(f"perfdiff: regression: {found[0]}"
                        + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""), err=True)
             raise typer.Exit(ExitCode.REGRESSION)
+
+
+DEFAULT_FIGURES = "perfdiff-figures"  # the figures' folder when the report goes to stdout
+
+
+def figures_folder(plots: str | None, output: Path | None) -> Path | None:
+    """Where ``--plots`` writes: DIR, or beside the report (``report.md`` -> ``report-figures``)."""
+    if plots is None:
+        return None
+    if plots:
+        return Path(plots)
+    if output is None:
+        return Path(DEFAULT_FIGURES)
+    return output.parent / f"{output.stem}-figures"
+
+
+def figure_links(figures: list[RenderedFigure], folder: Path, report_dir: Path,
+                 ) -> dict[str, FigureLink]:
+    """Each figure's PNG, relative to the report's folder (the markdown links it)."""
+    import os
+
+    from perfdiff.report.figure_links import FigureLink
+
+    rel = Path(os.path.relpath(folder.resolve(), report_dir.resolve()))
+    return {f.key: FigureLink((rel / f"{f.key}.png").as_posix(), f.title) for f in figures}
+
+
+def _figures(comparison: Comparison, sides: tuple[Side, Side], folder: Path | None,
+             output_format: ReportFormat) -> list[RenderedFigure]:
+    """The figures the output needs: files for ``--plots``, SVG for HTML (when matplotlib is
+    there; without it HTML has tables and a note)."""
+    from perfdiff.report.figures import plotting_available
+
+    wanted = []
+    if folder is not None:
+        wanted += ["png", "svg"]
+    if output_format is ReportFormat.html and plotting_available():
+        wanted.append("svg")
+    if not wanted:
+        return []
+    from perfdiff.analysis.figure_data import figure_data
+    from perfdiff.report.figures import render_figures
+
+    return render_figures(comparison, figure_data(comparison, *sides), tuple(wanted))
+
+
+def _html(comparison: Comparison, figures: list[RenderedFigure]) -> str:
+    from perfdiff.report.figures import INSTALL_HINT, plotting_available
+    from perfdiff.report.html import InlineFigure, render_html
+
+    note = "" if plotting_available() else (
+        f"No figures: they need matplotlib, which is not installed ({INSTALL_HINT}).")
+    return render_html(comparison, [InlineFigure(f.key, f.title, f.svg) for f in figures], note)

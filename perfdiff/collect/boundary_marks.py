@@ -67,12 +67,14 @@ def take_marks(raw: RawTrace, stream_ids: Sequence[int]) -> tuple[list[int], lis
     the marks together show whether CUPTI's timestamps count nanoseconds (clock_check.py).
     """
     streams = set(stream_ids)
-    pairs = [(k.correlation_id, k.start_ns) for k in raw.kernels if k.stream in streams]
-    pairs += [(m.correlation_id, m.start_ns) for m in raw.memset if m.stream in streams]
-    raw.kernels = [k for k in raw.kernels if k.stream not in streams]
-    raw.memset = [m for m in raw.memset if m.stream not in streams]
-    pairs.sort()
-    return [i for i, _ in pairs], [t for _, t in pairs]
+    cols = raw.as_columns()
+    ids = np.asarray(sorted(streams), dtype=np.uint32)
+    marks = [table[np.isin(table["stream"], ids)] for table in (cols.kernels, cols.memset)]
+    corr = np.concatenate([m["correlation_id"].astype(np.int64) for m in marks])
+    start = np.concatenate([m["start"].astype(np.int64) for m in marks])
+    raw.drop_streams(streams)
+    order = np.lexsort((start, corr))
+    return corr[order].tolist(), start[order].tolist()
 
 
 def take_mark_records(raw: RawTrace, stream_ids: Sequence[int]) -> list[int]:
@@ -92,18 +94,30 @@ def launch_records_from_marks(
     launch between cycles gets the previous end time (outside every cycle); one before the
     first mark gets a time before the first cycle. Ids of 0 (no correlation) get no record.
     """
+    ids, stamped = launch_columns_from_marks(np.asarray(record_ids, dtype=np.int64), mark_ids,
+                                             mark_ns)
+    return [ApiRecord(int(i), int(t)) for i, t in zip(ids, stamped, strict=True)]
+
+
+def launch_columns_from_marks(
+    ids: np.ndarray[tuple[int], np.dtype[np.int64]], mark_ids: Sequence[int],
+    mark_ns: Sequence[int],
+) -> tuple[np.ndarray[tuple[int], np.dtype[np.int64]],
+           np.ndarray[tuple[int], np.dtype[np.int64]]]:
+    """:func:`launch_records_from_marks` as two columns (correlation ids, launch times)."""
     if len(mark_ids) != len(mark_ns):
         raise ValueError(f"{len(mark_ids)} mark records for {len(mark_ns)} marks")
-    ids = np.asarray(record_ids, dtype=np.int64)
+    empty = np.zeros(0, dtype=np.int64)
     if ids.size == 0 or not mark_ids:
-        return []
+        return empty, empty
     marks = np.asarray(mark_ids, dtype=np.int64)
     times = np.asarray(mark_ns, dtype=np.int64)
     if np.any(np.diff(marks) <= 0) or np.any(np.diff(times) < 0):
         raise ValueError("marks are not in launch order")
+    ids = ids[ids != 0]
     pos = np.searchsorted(marks, ids, side="right") - 1
     stamped = np.where(pos >= 0, times[np.clip(pos, 0, None)], times[0] - 1)
-    return [ApiRecord(int(i), int(t)) for i, t in zip(ids, stamped, strict=True) if i != 0]
+    return ids, stamped.astype(np.int64)
 
 
 def attach_launch_records(raw: RawTrace, mark_ids: list[int], mark_ns: list[int]) -> str | None:
@@ -111,13 +125,14 @@ def attach_launch_records(raw: RawTrace, mark_ids: list[int], mark_ns: list[int]
     if len(mark_ids) != len(mark_ns):
         return (f"cycle boundary marks: {len(mark_ns)} issued but {len(mark_ids)} recorded; "
                 "kernels were assigned to cycles by GPU start time")
-    ids = [k.correlation_id for k in raw.kernels]
-    ids += [m.correlation_id for m in raw.memcpy]
-    ids += [m.correlation_id for m in raw.memset]
+    cols = raw.as_columns()
+    ids = np.concatenate([t["correlation_id"].astype(np.int64)
+                          for t in (cols.kernels, cols.memcpy, cols.memset)])
     try:
-        raw.api = launch_records_from_marks(ids, mark_ids, mark_ns)
+        corr, start = launch_columns_from_marks(ids, mark_ids, mark_ns)
     except ValueError as exc:
         return f"cycle boundary marks unusable ({exc}); kernels assigned by GPU start time"
+    raw.set_launch_records(corr, start)
     return None
 
 

@@ -1,10 +1,10 @@
-"""CUPTI activity tracing through cupti-python: kernels, memcpy, memset, launch API calls.
+"""CUPTI activity tracing: kernels, memcpy, memset, launch API calls.
 
-Why large buffers and no work in the hot path: CUPTI hands records back only when a buffer
-is full or flushed; with 32 MiB buffers a typical collection (tens of thousands of records)
-completes no buffer until the final flush, so the workload's cycles pay only CUPTI's own
-recording cost, not Python's. Each completed buffer is copied into plain tuples at once,
-because CUPTI reuses the memory after the callback returns.
+Intake: CUPTI's buffers are taken over raw and decoded with numpy (``raw_intake.py``,
+``decode.py``): no Python object per record while the program runs. Where this CUPTI's record
+layout is not one perfdiff has checked, the backend says so in one warning and falls back to
+cupti-python's own callback, which builds an object per record (correct, but it holds the
+interpreter for ~0.5-1 s per full 32 MiB buffer: H100, 2026-11-24).
 
 Only launch-type runtime API calls (launch, memcpy, memset, graph launch) are recorded: they
 are what cycle assignment needs (see ``cycles.py``); recording every ``cudaGetDevice`` that
@@ -18,6 +18,8 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+from perfdiff.collect.decode import RecordLayoutError
+from perfdiff.collect.raw_intake import RawIntake
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace, TransferRecord
 from perfdiff.errors import CollectorUnavailableError
 
@@ -43,7 +45,8 @@ class CuptiActivityBackend:
 
     name = "cupti_activity"
 
-    def __init__(self, *, trace_memory: bool = True, trace_api: bool = True) -> None:
+    def __init__(self, *, trace_memory: bool = True, trace_api: bool = True,
+                 raw_intake: bool = True) -> None:
         self._cupti = import_cupti()
         self._trace_memory = trace_memory
         self._trace_api = trace_api
@@ -52,12 +55,19 @@ class CuptiActivityBackend:
         self._delivered = 0
         self.warnings: list[str] = []
         self._keep_buffers: list[Any] = []
+        self.intake: RawIntake | None = None
+        if raw_intake:
+            try:
+                self.intake = RawIntake.for_cupti(self._cupti, self.clock_ns)
+            except RecordLayoutError as exc:
+                self.warnings.append(f"{exc}; records taken in through cupti-python's objects "
+                                     "instead (slower: they hold the interpreter)")
 
     def clock_ns(self) -> int:
         return int(self._cupti.get_timestamp())
 
     def records_so_far(self) -> int:
-        return self._delivered
+        return self.intake.records if self.intake is not None else self._delivered
 
     def drain(self) -> None:
         """Force CUPTI to hand over its buffers now; returns once they are taken in (CUPTI runs
@@ -78,7 +88,11 @@ class CuptiActivityBackend:
         if self._trace_memory:
             kinds += [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
         try:
-            cupti.activity_register_callbacks(self._buffer_requested, self._buffer_completed)
+            if self.intake is not None:
+                self.intake.register()
+            else:
+                cupti.activity_register_callbacks(self._buffer_requested,
+                                                  self._buffer_completed)
             for kind in kinds:
                 cupti.activity_enable(kind)
                 self._enabled.append(kind)
@@ -90,6 +104,16 @@ class CuptiActivityBackend:
             ) from None
         if self._trace_api:
             self._restrict_api_records()
+
+    def pause(self) -> None:
+        """Switch every enabled activity kind off (an untraced cycle: overhead.py)."""
+        for kind in self._enabled:
+            self._cupti.activity_disable(kind)
+
+    def resume(self) -> None:
+        """Switch them on again."""
+        for kind in self._enabled:
+            self._cupti.activity_enable(kind)
 
     def _restrict_api_records(self) -> None:
         """Keep API records only for launch/memcpy/memset calls (see module docstring)."""
@@ -155,6 +179,12 @@ class CuptiActivityBackend:
             self._raw.dropped_records += self._dropped()
             self._disable()
         raw, self._raw = self._raw, RawTrace()
+        intake = self.intake
+        if intake is not None:
+            raw.columns = intake.columns()
+            raw.handovers = list(intake.handovers)
+            self.warnings.extend(dict.fromkeys(intake.errors))
+            intake.chunks = []
         return raw
 
     def _dropped(self) -> int:

@@ -163,12 +163,15 @@ def flag_warmup(table: CycleTable, warmup: int) -> CycleTable:
 
 def launch_sequence(raw: RawTrace) -> tuple[np.ndarray, np.ndarray]:
     """(name id, launch time) of every kernel in launch order; ids are local to this call."""
+    cols = raw.as_columns()  # columnar (raw intake) and tuple records alike
     ids: dict[str, int] = {}
-    names = np.asarray([ids.setdefault(k.name, len(ids)) for k in raw.kernels], dtype=np.int64)
-    corr = np.asarray([k.correlation_id for k in raw.kernels], dtype=np.int64)
-    start = np.asarray([k.start_ns for k in raw.kernels], dtype=np.int64)
-    api_ids = np.asarray([a.correlation_id for a in raw.api], dtype=np.int64)
-    api_starts = np.asarray([a.start_ns for a in raw.api], dtype=np.int64)
+    key_ids = {key: ids.setdefault(name, len(ids)) for key, name in cols.names.items()}
+    names = np.asarray([key_ids.get(k, -1) for k in cols.kernels["name_key"].tolist()],
+                       dtype=np.int64)
+    corr = cols.kernels["correlation_id"].astype(np.int64)
+    start = cols.kernels["start"].astype(np.int64)
+    api_ids = cols.api["correlation_id"].astype(np.int64)
+    api_starts = cols.api["start"].astype(np.int64)
     times, _ = launch_times(corr, start, api_ids, api_starts)
     order = np.lexsort((corr, times))
     return names[order], times[order]

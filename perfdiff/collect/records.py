@@ -1,18 +1,19 @@
 """Raw trace records (what a tracing backend hands over) and their conversion to run tables.
 
-Why a plain intermediate form: the CUPTI backend is the only code that sees CUPTI's record
-objects; it copies the few fields perfdiff keeps into these tuples. Everything after that
-(interning names, demangling, cycle assignment, building the columnar tables) is ordinary
-Python that CPU tests drive with fake records.
+Two forms, one meaning: the CUPTI backend hands over columns (``columns.py``: numpy rows
+decoded straight from CUPTI's buffers, no object per record), fakes and tests hand over these
+small tuples. :meth:`RawTrace.as_columns` joins both; everything after that (interning names,
+demangling, cycle assignment, building the run tables) is vectorised and CPU-tested.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from perfdiff.collect.columns import TRANSFER_KINDS, TraceColumns, concat, from_records
 from perfdiff.collect.cycles import assign_cycles, launch_times
 from perfdiff.collect.demangle import demangle
 from perfdiff.schema.model import CycleTable, KernelName, KernelTable, TransferTable
@@ -62,6 +63,43 @@ class RawTrace:
     # (start, end, records) of each buffer the backend took in, on the trace's clock: taking
     # one in holds the interpreter, and a cycle open then is that much longer (session.py)
     handovers: list[tuple[int, int, int]] = field(default_factory=list)
+    # records decoded from CUPTI's buffers (raw_intake.py); the lists above stay empty then
+    columns: TraceColumns | None = None
+
+    def as_columns(self) -> TraceColumns:
+        """Every record, columnar: the decoded columns, then the tuples."""
+        parts = [self.columns] if self.columns is not None else []
+        if self.kernels or self.memcpy or self.memset or self.api or not parts:
+            # tuple-built name keys are negative, decoded ones addresses: they cannot clash
+            parts.append(from_records(self.kernels, self.memcpy, self.memset, self.api))
+        return concat(parts)
+
+    def drop_streams(self, streams: set[int], *, memset: bool = True) -> int:
+        """Remove kernels (and memsets) on ``streams``; how many kernels went."""
+        before = len(self.kernels)
+        self.kernels = [k for k in self.kernels if k.stream not in streams]
+        dropped = before - len(self.kernels)
+        if memset:
+            self.memset = [m for m in self.memset if m.stream not in streams]
+        if self.columns is not None:
+            cols = self.columns
+            kept = cols.without_streams(streams)
+            if not memset:
+                kept.memset = cols.memset
+            dropped += cols.kernels.size - kept.kernels.size
+            self.columns = kept
+        return dropped
+
+    def set_launch_records(self, correlation_ids: np.ndarray[tuple[int], np.dtype[np.int64]],
+                           start_ns: np.ndarray[tuple[int], np.dtype[np.int64]]) -> None:
+        """Replace every launch record by these (columnar)."""
+        cols = self.columns if self.columns is not None else TraceColumns()
+        api = np.zeros(correlation_ids.size, dtype=cols.api.dtype)
+        api["correlation_id"] = correlation_ids
+        api["start"] = start_ns
+        cols.api = api
+        self.columns = cols
+        self.api = []
 
 
 @dataclass
@@ -93,64 +131,74 @@ class Tables:
 
 def build_tables(raw: RawTrace, cycles: CycleTable, strings: StringTable) -> Tables:
     """Sort by GPU start, intern names, assign each record to its launch cycle."""
-    api_ids = np.asarray([a.correlation_id for a in raw.api], dtype=np.int64)
-    api_starts = np.asarray([a.start_ns for a in raw.api], dtype=np.int64)
-    kernels, missing = _kernel_table(raw.kernels, cycles, strings, api_ids, api_starts)
-    memcpy = _transfer_table(raw.memcpy, cycles, api_ids, api_starts)
-    memset = _transfer_table(raw.memset, cycles, api_ids, api_starts)
+    cols = raw.as_columns()
+    api_ids = cols.api["correlation_id"].astype(np.int64)
+    api_starts = cols.api["start"].astype(np.int64)
+    kernels, missing = _kernel_table(cols, cycles, strings, api_ids, api_starts)
+    memcpy = _transfer_table(cols.memcpy, cycles, api_ids, api_starts)
+    memset = _transfer_table(cols.memset, cycles, api_ids, api_starts)
     return Tables(kernels=kernels, memcpy=memcpy, memset=memset,
                   kernels_without_launch_record=missing)
 
 
-def _ints(values: list[int]) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
-    return np.asarray(values, dtype=np.int64).reshape(-1)
+def _i64(values: np.ndarray[Any, np.dtype[Any]]) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
+    return np.ascontiguousarray(values, dtype=np.int64).reshape(-1)
 
 
 def _kernel_table(
-    records: list[KernelRecord],
+    cols: TraceColumns,
     cycles: CycleTable,
     strings: StringTable,
     api_ids: np.ndarray[tuple[int], np.dtype[np.int64]],
     api_starts: np.ndarray[tuple[int], np.dtype[np.int64]],
 ) -> tuple[KernelTable, int]:
-    recs = sorted(records, key=lambda r: (r.start_ns, r.end_ns, r.correlation_id))
-    start = _ints([r.start_ns for r in recs])
-    corr = _ints([r.correlation_id for r in recs])
+    k = cols.kernels
+    recs = k[np.lexsort((k["correlation_id"], k["end"], k["start"]))]
+    start = _i64(recs["start"])
+    corr = _i64(recs["correlation_id"])
     launched, missing = launch_times(corr, start, api_ids, api_starts)
+    keys, inverse = np.unique(recs["name_key"], return_inverse=True)
+    # intern in order of first appearance (by GPU start), as one record at a time would
+    first = np.full(keys.size, recs.size, dtype=np.int64)
+    np.minimum.at(first, inverse.reshape(-1), np.arange(recs.size, dtype=np.int64))
+    ids = np.zeros(keys.size, dtype=np.int64)
+    for slot in np.argsort(first, kind="stable").tolist():
+        ids[slot] = strings.intern(cols.names.get(int(keys[slot]), ""))
     table = KernelTable(
-        name_id=_ints([strings.intern(r.name) for r in recs]),
-        device=_ints([r.device for r in recs]),
-        stream=_ints([r.stream for r in recs]),
+        name_id=_i64(ids[inverse.reshape(-1)]) if recs.size else _i64(np.zeros(0)),
+        device=_i64(recs["device"]),
+        stream=_i64(recs["stream"]),
         start_ns=start,
-        end_ns=_ints([r.end_ns for r in recs]),
+        end_ns=_i64(recs["end"]),
         cycle=assign_cycles(launched, cycles),
         correlation_id=corr,
-        grid_x=_ints([r.grid[0] for r in recs]),
-        grid_y=_ints([r.grid[1] for r in recs]),
-        grid_z=_ints([r.grid[2] for r in recs]),
-        block_x=_ints([r.block[0] for r in recs]),
-        block_y=_ints([r.block[1] for r in recs]),
-        block_z=_ints([r.block[2] for r in recs]),
+        grid_x=_i64(recs["grid_x"]),
+        grid_y=_i64(recs["grid_y"]),
+        grid_z=_i64(recs["grid_z"]),
+        block_x=_i64(recs["block_x"]),
+        block_y=_i64(recs["block_y"]),
+        block_z=_i64(recs["block_z"]),
     )
     return table, missing
 
 
 def _transfer_table(
-    records: list[TransferRecord],
+    records: np.ndarray[Any, np.dtype[Any]],
     cycles: CycleTable,
     api_ids: np.ndarray[tuple[int], np.dtype[np.int64]],
     api_starts: np.ndarray[tuple[int], np.dtype[np.int64]],
 ) -> TransferTable:
-    recs = sorted(records, key=lambda r: (r.start_ns, r.end_ns))
-    start = _ints([r.start_ns for r in recs])
-    launched, _ = launch_times(_ints([r.correlation_id for r in recs]), start, api_ids, api_starts)
+    recs = records[np.lexsort((records["end"], records["start"]))]
+    start = _i64(recs["start"])
+    launched, _ = launch_times(_i64(recs["correlation_id"]), start, api_ids, api_starts)
     return TransferTable(
-        kind=tuple(r.kind for r in recs),
-        bytes=_ints([r.bytes for r in recs]),
-        device=_ints([r.device for r in recs]),
-        stream=_ints([r.stream for r in recs]),
+        kind=tuple(TRANSFER_KINDS[c] if c < len(TRANSFER_KINDS) else "unknown"
+                   for c in recs["kind"].tolist()),
+        bytes=_i64(recs["bytes"]),
+        device=_i64(recs["device"]),
+        stream=_i64(recs["stream"]),
         start_ns=start,
-        end_ns=_ints([r.end_ns for r in recs]),
+        end_ns=_i64(recs["end"]),
         cycle=assign_cycles(launched, cycles),
     )
 

@@ -21,6 +21,7 @@ from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.handovers import handover_warning
+from perfdiff.collect.overhead import UntracedCycles, with_hold
 from perfdiff.collect.pm_sampling import DEFAULT_METRICS, coverage_warning
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.collect.settings import (
@@ -60,11 +61,13 @@ class CollectSettings:
     # CUPTI stream ids whose kernels are an in-process noisy neighbour's (--contend-mode
     # stream): left out of the run file, with a warning saying how many
     exclude_streams: tuple[int, ...] = ()
+    # one measured cycle in N runs untraced, to measure the collector's overhead (overhead.py)
+    untraced_every: int = 8
 
     def __post_init__(self) -> None:
         check_settings(sample_interval_ns=self.sample_interval_ns,
                        nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
-                       device_index=self.device_index)
+                       device_index=self.device_index, untraced_every=self.untraced_every)
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ def run_collection(
     log = CycleLog(clock_ns=trace.clock_ns, on_cycle_end=on_cycle_end,
                    on_cycle_begin=on_cycle_begin,
                    mark=marker.mark if marker is not None else None)
+    untraced = UntracedCycles(settings.untraced_every, trace, log)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None
@@ -169,9 +173,10 @@ def run_collection(
             workload.teardown()
         except Exception as exc:  # teardown trouble must not hide the run
             warnings.append(f"workload teardown raised {type(exc).__name__}: {_one_line(exc)}")
+    warnings.extend(untraced.errors)
     run_file = _build_run_file(
         workload, plan, sources, environment, settings, log, stopped, warnings, status,
-        extra_params or {},
+        extra_params or {}, untraced,
     )
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
 
@@ -220,9 +225,7 @@ def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: Cy
 def _drop_neighbour_kernels(stopped: _Stopped, streams: tuple[int, ...],
                             warnings: list[str]) -> None:
     """Leave out the in-process neighbour's kernels (``--contend-mode stream``), and say so."""
-    keep = [k for k in stopped.raw.kernels if k.stream not in streams]
-    dropped = len(stopped.raw.kernels) - len(keep)
-    stopped.raw.kernels = keep
+    dropped = stopped.raw.drop_streams(set(streams), memset=False)
     ids = ", ".join(str(s) for s in streams)
     warnings.append(f"{dropped} kernels of the --contend neighbour (CUPTI stream {ids}) were "
                     "left out of the run file")
@@ -280,6 +283,7 @@ def _build_run_file(
     warnings: list[str],
     status: Status,
     extra_params: dict[str, Any],
+    untraced: UntracedCycles | None = None,
 ) -> RunFile:
     log.close_open()
     mark_gpu_ns = None
@@ -287,6 +291,9 @@ def _build_run_file(
         mark_gpu_ns = _launches_from_marks(stopped, sources.boundary_marker.stream_ids, log,
                                            warnings)
     cycles = log.table(mark_gpu_ns)
+    if untraced is not None:
+        cycles = untraced.apply(cycles)
+    cycles = with_hold(cycles, stopped.raw.handovers)
     if settings.exclude_streams:
         _drop_neighbour_kernels(stopped, settings.exclude_streams, warnings)
     strings = StringTable()

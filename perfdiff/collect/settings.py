@@ -37,7 +37,8 @@ def _option(name: str) -> str:
 
 def check_settings(*, sample_interval_ns: int, nvml_interval_ms: float,
                    metrics: Iterable[str], device_index: int = 0, warmup: int = 0,
-                   cycle_ms: float | None = None, backend: str = "cupti") -> None:
+                   cycle_ms: float | None = None, backend: str = "cupti",
+                   untraced_every: int = 8) -> None:
     """Raise :class:`SettingsError` naming the first setting whose value cannot be used."""
     if isinstance(sample_interval_ns, bool) or not isinstance(sample_interval_ns, int) or (
             sample_interval_ns <= 0):
@@ -56,6 +57,9 @@ def check_settings(*, sample_interval_ns: int, nvml_interval_ms: float,
     empty = [m for m in metrics if not str(m).strip()]
     if empty:
         raise SettingsError("--metric needs a metric name, got an empty one")
+    if untraced_every < 0 or untraced_every == 1:
+        raise SettingsError(f"--untraced-every must be 0 (off) or at least 2, got "
+                            f"{untraced_every}")
     if backend not in BACKENDS:
         raise SettingsError(f"collector backend {backend!r} is unknown (known: "
                             f"{', '.join(BACKENDS)})")

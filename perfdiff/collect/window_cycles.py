@@ -19,12 +19,12 @@ from perfdiff.schema.model import CycleTable
 
 def launch_instants(raw: RawTrace) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
     """Launch time of every kernel, memcpy and memset (API start, else GPU start)."""
-    api_ids = np.asarray([a.correlation_id for a in raw.api], dtype=np.int64)
-    api_starts = np.asarray([a.start_ns for a in raw.api], dtype=np.int64)
-    pairs = [(k.correlation_id, k.start_ns) for k in raw.kernels]
-    pairs += [(t.correlation_id, t.start_ns) for t in (*raw.memcpy, *raw.memset)]
-    corr = np.asarray([c for c, _ in pairs], dtype=np.int64)
-    start = np.asarray([s for _, s in pairs], dtype=np.int64)
+    cols = raw.as_columns()
+    api_ids = cols.api["correlation_id"].astype(np.int64)
+    api_starts = cols.api["start"].astype(np.int64)
+    tables = (cols.kernels, cols.memcpy, cols.memset)
+    corr = np.concatenate([t["correlation_id"].astype(np.int64) for t in tables])
+    start = np.concatenate([t["start"].astype(np.int64) for t in tables])
     times, _ = launch_times(corr, start, api_ids, api_starts)
     return times
 

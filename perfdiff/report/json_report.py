@@ -5,7 +5,8 @@ Why an envelope with its own version (pipx's idea): scripts that parse our outpu
 schema. Names are kept in full here (tables shorten them). NaN and infinities become ``null``
 (strict JSON has neither), so every JSON parser reads the output.
 
-Version history: 1.0 (perfdiff 0.1.0) first format.
+Version history: 1.0 (perfdiff 0.1.0) first format; 1.1 adds ``ci_low_pct`` / ``ci_high_pct``
+(95 % interval of the change of GPU busy time) to each entry of ``devices`` (issue 17).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from perfdiff import __version__
 from perfdiff.analysis.model import Comparison
 
 JSON_FORMAT = "perfdiff.comparison"
-JSON_FORMAT_VERSION = "1.0"
+JSON_FORMAT_VERSION = "1.1"
 
 
 def clean_json(value: Any) -> Any:

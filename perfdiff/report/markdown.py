@@ -16,6 +16,7 @@ from perfdiff.analysis.model import (
     SideSummary,
 )
 from perfdiff.errors import ExitCode
+from perfdiff.report.figure_links import FigureLinks, image_line
 from perfdiff.report.format import (
     NA,
     display_name,
@@ -43,17 +44,23 @@ DEFAULT_MAX_ROWS = 30  # detailed-table rows in markdown (JSON always has all)
 MAX_RANKS = 20  # rank-table rows before the rest is summarised
 
 
-def render_markdown(comparison: Comparison, *, max_rows: int | None = DEFAULT_MAX_ROWS) -> str:
-    """The whole report as markdown text. ``max_rows=None`` keeps every detailed-table row."""
+def render_markdown(comparison: Comparison, *, max_rows: int | None = DEFAULT_MAX_ROWS,
+                    figures: FigureLinks | None = None) -> str:
+    """The whole report as markdown text. ``max_rows=None`` keeps every detailed-table row;
+    ``figures`` links each figure in the section it belongs to (``--plots``)."""
     seed = comparison.options.seed_compatible
     parts = [_title(comparison), _notes(comparison)]
     if seed:
         parts += [seed_summary_section(comparison), seed_rank_section(comparison)]
     else:
         parts += [_summary_section(comparison), _rank_section(comparison)]
+    if figures:
+        # figures of sections 1 and 2 go at their ends (the seed layout keeps its own text)
+        parts[-2] = "\n".join([parts[-2].rstrip("\n"), "", *image_line(figures, "where-it-ran")])
+        parts[-1] = "\n".join([parts[-1].rstrip("\n"), "", *image_line(figures, "cycles")])
     parts += [
-        metric_section(comparison, max_rows),
-        _inventory_section(comparison),
+        metric_section(comparison, max_rows, figures),
+        _inventory_section(comparison, figures),
         _environment_section(comparison),
         _legend_section(comparison),
     ]
@@ -194,8 +201,8 @@ def _rank_section(comparison: Comparison) -> str:
 # ----------------------------------------------------------------------------- section 4
 
 
-def _inventory_section(comparison: Comparison) -> str:
-    out = ["## 4. Kernel inventory changes", ""]
+def _inventory_section(comparison: Comparison, figures: FigureLinks | None = None) -> str:
+    out = ["## 4. Kernel inventory changes", "", *image_line(figures, "inventory")]
     if not comparison.inventory:
         out += ["Both sides ran the same set of functions.", ""]
         return "\n".join(out)

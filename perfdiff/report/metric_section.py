@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from perfdiff.analysis.model import Comparison, Finding, MetricRow
+from perfdiff.report.figure_links import FigureLinks, image_line
 from perfdiff.report.format import (
     NA,
     PROSE_NAME_WIDTH,
@@ -38,12 +39,18 @@ from perfdiff.report.markdown_text import (
 from perfdiff.report.table import pipe_table
 
 
-def metric_section(comparison: Comparison, max_rows: int | None) -> str:
-    """Section 3 as markdown; ``max_rows`` limits the detailed table (None: every row)."""
+def metric_section(comparison: Comparison, max_rows: int | None,
+                   figures: FigureLinks | None = None) -> str:
+    """Section 3 as markdown; ``max_rows`` limits the detailed table (None: every row);
+    ``figures``: the forest plot heads the key findings, the μ distributions follow them."""
     out = ["## 3. In-depth Core Metric Comparison", "", "### Overview", "",
-           _overview(comparison), "", "### Key Findings", ""]
+           _overview(comparison), "", "### Key Findings", "",
+           *image_line(figures, "what-changed")]
     out += _key_findings(comparison)
     out += _launch_change_lines(comparison)
+    why = image_line(figures, "why")
+    if why:
+        out += ["", why[0]]
     out += ["", _recommendation(comparison), "", "### Detailed comparison table", ""]
     out += _detailed_table(comparison, max_rows)
     return "\n".join(out) + "\n"

@@ -105,6 +105,12 @@ class CycleTable:
     the H100: 30-60 us), which an end event recorded at the return does not; for a call that
     returns after its last GPU work (host-bound, like ``eigh``) that delay would be counted
     as call time.
+
+    ``traced`` (schema 1.3, optional): 1 for a cycle recorded with activity tracing on, 0 for
+    one the collector left untraced to measure its own overhead (``perfdiff.collect.overhead``;
+    such cycles are also flagged ``warmup``, so no kernel statistic sees them); None: every
+    cycle traced. ``hold_ns`` (1.3, optional): how long the collector held the Python
+    interpreter inside the cycle (taking in CUPTI buffers), 0 where it did not.
     """
 
     index: IntArray
@@ -115,6 +121,8 @@ class CycleTable:
     mark_start_ns: IntArray | None = None
     mark_end_ns: IntArray | None = None
     return_ns: IntArray | None = None
+    traced: IntArray | None = None
+    hold_ns: IntArray | None = None
 
 
 @dataclass(frozen=True)

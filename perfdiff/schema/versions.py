@@ -7,6 +7,9 @@ History (keep one line per version, newest last):
   times of the cycle boundary marks); absent in 1.0 files, which load unchanged.
 - 1.2 (perfdiff 0.1.0): optional cycle column ``return_ns`` (when the timed call returned to
   Python, on the trace's clock); absent in older files, which load unchanged.
+- 1.3 (perfdiff 0.1.0): optional cycle columns ``traced`` (0 for the cycles the collector left
+  untraced to measure its own overhead) and ``hold_ns`` (how long the collector held the
+  interpreter inside the cycle); absent in older files, which load unchanged.
 
 A reader accepts any MINOR of a MAJOR it knows (minors only add optional fields) and refuses
 unknown MAJORs. Migrations are small pure functions ``dict -> dict`` from one version to the
@@ -18,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-CURRENT_VERSION = "1.2"
+CURRENT_VERSION = "1.3"
 SUPPORTED_MAJORS: tuple[int, ...] = (1,)
 
 # (from_major) -> function producing the next major's dict. Empty while only v1 exists.

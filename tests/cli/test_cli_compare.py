@@ -188,7 +188,7 @@ def test_output_file_and_plots(run_cli: Runner, inputs: dict[str, str], tmp_path
     assert code == ExitCode.OK, err
     assert out == ""
     assert report.read_text(encoding="utf-8").startswith("# Performance comparison")
-    for name in ("cycle_times.png", "top_functions.png"):
+    for name in ("what-changed.png", "cycles.png"):
         assert (plots / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

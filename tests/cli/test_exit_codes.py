@@ -55,7 +55,7 @@ def test_every_error_class_maps_through_the_table() -> None:
         assert exit_code_for(cls("x")) not in (ExitCode.INTERNAL, ExitCode.OK), cls
     assert exit_code_for(ValueError()) == ExitCode.INTERNAL
     from perfdiff.collect.workloads.base import WorkloadParamError
-    from perfdiff.report.plots import PlotsUnavailableError
+    from perfdiff.report.figures import PlotsUnavailableError
 
     assert exit_code_for(WorkloadParamError("x")) == ExitCode.USAGE
     assert exit_code_for(PlotsUnavailableError("x")) == ExitCode.USAGE

@@ -79,7 +79,8 @@ launch("teardown_kernel", 0.2)
 
 def test_cycle_script_yields_exactly_its_cycles_with_kernels_in_them(tmp_path: Path) -> None:
     _write(tmp_path, "train.py", CYCLE_PROGRAM)
-    proc, out = _collect(tmp_path, "--warmup", "2", "--", sys.executable, "train.py", "12")
+    proc, out = _collect(tmp_path, "--warmup", "2", "--untraced-every", "0", "--",
+                         sys.executable, "train.py", "12")
     assert proc.returncode == 0, proc.stderr
     rf = load_run_file(out)
     assert rf.status.state == "complete"
@@ -202,8 +203,8 @@ def test_nvtx_step_ranges_yield_exactly_their_cycles(tmp_path: Path) -> None:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     _write(tmp_path, "nvtx_train.py", NVTX_PROGRAM)
-    proc, out = _collect(tmp_path, "--warmup", "1", "--cycle-range", "step", "--",
-                         sys.executable, "nvtx_train.py")
+    proc, out = _collect(tmp_path, "--warmup", "1", "--cycle-range", "step",
+                         "--untraced-every", "0", "--", sys.executable, "nvtx_train.py")
     assert proc.returncode == 0, proc.stderr
     assert "ran 14 steps" in proc.stdout
     rf = load_run_file(out)

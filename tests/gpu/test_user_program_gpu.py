@@ -78,8 +78,8 @@ def test_each_iteration_is_one_cycle_with_its_kernels(tmp_path: Path, mode: str)
     (tmp_path / "prog.py").write_text(textwrap.dedent(PROGRAM))
     cycle_args = ["--cycle-range", "step"] if "nvtx" in mode else []
     pm = [] if mode == "nvtx" else ["--no-pm"]  # PM sampling's lazy start is tried once
-    proc, out = _collect(tmp_path, "--warmup", "1", *cycle_args, *pm, "--",
-                         sys.executable, "prog.py", mode)
+    proc, out = _collect(tmp_path, "--warmup", "1", "--untraced-every", "0", *cycle_args, *pm,
+                         "--", sys.executable, "prog.py", mode)
     assert proc.returncode == 0, proc.stderr
     rf = load_run_file(out)
     run = rf.runs[0]

@@ -42,6 +42,8 @@ from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
+from perfdiff.collect.overhead import UntracedCycles, with_hold
+from perfdiff.collect.program_marks import attach_marker, launches_from_marks
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.markers import set_active_recorder
 from perfdiff.schema.model import (
@@ -107,6 +109,8 @@ class ChildCollector:
         self.trace = trace
         self.rank = _env_int("RANK")
         self.log = CycleLog(clock_ns=trace.clock_ns)
+        self.untraced = UntracedCycles(0 if config.cycle_ms else config.untraced_every, trace,
+                                       self.log)
         self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
         self.samplers: list[MetricSampler] = []
         self.metrics: list[MetricSeries] = []
@@ -115,6 +119,7 @@ class ChildCollector:
         self.failure: str | None = None
         self.exit_code: int | None = None
         self.nvtx: Any = None
+        self.marks: tuple[int, ...] | None = None  # the boundary marks' stream ids, once issued
         self.anchor: Any = None  # --cycle-function (anchor_function.AnchorFunction)
         self.found: Any = None  # no marking option: found_cycles.FoundCycles
         self.cycles_from: str | None = None  # how cycles were cut, when found at exit
@@ -195,6 +200,8 @@ class ChildCollector:
         self._samplers_tried = True
         device = int(torch.cuda.current_device())
         cfg = self.config
+        if not cfg.cycle_ms:
+            self.marks = attach_marker(self.log, torch, device, self.warnings)
         if cfg.pm_sampling and cfg.metrics:
             from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
 
@@ -291,7 +298,9 @@ class ChildCollector:
         except Exception as exc:
             self.warnings.append(f"trace failed at stop ({exc}); kernels lost")
         self.warnings.extend(getattr(self.trace, "warnings", []))
-        cycles = self._cycles(raw)
+        cycles = self._cycles(raw, launches_from_marks(raw, self.marks, self.log, self.warnings))
+        cycles = with_hold(self.untraced.apply(cycles), raw.handovers)
+        self.warnings.extend(self.untraced.errors)
         return self._run_file(raw, cycles, metrics, torch if cuda_ready else None)
 
     @staticmethod
@@ -301,14 +310,14 @@ class ChildCollector:
         except Exception:
             return False
 
-    def _cycles(self, raw: RawTrace) -> CycleTable:
+    def _cycles(self, raw: RawTrace, mark_gpu_ns: list[int] | None = None) -> CycleTable:
         if self.config.cycle_ms:
             from perfdiff.collect.window_cycles import fixed_windows
 
             return fixed_windows(raw, self.config.cycle_ms, self.config.warmup)
         if self.anchor is not None:
             self.anchor.uninstall()
-        table = self.log.table()
+        table = self.log.table(mark_gpu_ns)
         if table.index.size == 0 and self.found is not None:
             from perfdiff.collect.found_cycles import choose_cycles
 
@@ -451,7 +460,12 @@ def open_trace(config: InjectConfig) -> TraceBackend:
         raise ValueError(f"unknown backend {config.backend!r}")
     from perfdiff.collect.cupti_activity import CuptiActivityBackend
 
-    return CuptiActivityBackend(trace_memory=config.trace_memory)
+    # Launch API records only where cycles have no boundary marks: --cycle-ms windows, and
+    # cycles found by themselves (no marking option: found_cycles.py); --cycle-range,
+    # --cycle-function and perfdiff.cycle() cycles get marks (program_marks.py).
+    marked = bool(config.cycle_range or config.cycle_function)
+    return CuptiActivityBackend(trace_memory=config.trace_memory,
+                                trace_api=bool(config.cycle_ms) or not marked)
 
 
 _collector: ChildCollector | None = None

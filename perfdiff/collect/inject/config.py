@@ -41,12 +41,14 @@ class InjectConfig:
     nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
     trace_memory: bool = True
     backend: str = "cupti"  # "cupti", or "fake" (CPU tests: see fake_backend)
+    untraced_every: int = 8  # one measured cycle in N untraced (collect/overhead.py); 0: none
     command: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         check_settings(sample_interval_ns=self.sample_interval_ns,
                        nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
-                       warmup=self.warmup, cycle_ms=self.cycle_ms, backend=self.backend)
+                       warmup=self.warmup, cycle_ms=self.cycle_ms, backend=self.backend,
+                       untraced_every=self.untraced_every)
 
     def to_env(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))

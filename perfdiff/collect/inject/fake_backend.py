@@ -30,6 +30,7 @@ class FakeTrace:
         self._device_free_ns: dict[int, int] = {}
         self._next_correlation = 1
         self._recording = False
+        self._paused = False
 
     def clock_ns(self) -> int:
         return time.monotonic_ns()
@@ -41,6 +42,12 @@ class FakeTrace:
 
     def drain(self) -> None:
         return None
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
 
     def records_so_far(self) -> int:
         return len(self._raw.kernels) + len(self._raw.api)
@@ -54,7 +61,7 @@ class FakeTrace:
         return raw
 
     def launch(self, name: str, ms: float, device: int, copy_bytes: int) -> None:
-        if not self._recording:
+        if not self._recording or self._paused:
             return
         now = self.clock_ns()
         corr = self._next_correlation

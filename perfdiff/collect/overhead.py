@@ -1,0 +1,130 @@
+"""Every run measures its own overhead: some measured cycles run with tracing switched off.
+
+Why: a profiler's cost depends on the program (a launch-bound loop pays CUPTI's ~2 us per
+launch, a GPU-bound one almost nothing), and this VM's host speed varies between processes,
+so a figure from a benchmark elsewhere says little about *this* run. With one measured cycle
+in ``every`` (default 8) left untraced, the run file holds the cycle time with and without
+the collector, side by side in the same process (``perfdiff.analysis.self_overhead``).
+
+How a cycle is left untraced: just before its start is stamped, CUPTI activity is switched
+off (``cuptiActivityDisable`` per kind, ~24 us each on the H100, outside the cycle) and the
+cycle issues no boundary marks; just after its end is stamped, activity is switched on
+again. The cycle is flagged ``warmup`` and ``traced = 0`` in the run file, so no kernel
+statistic sees it. Kernels launched near a switch: a kernel launched before the switch-off
+(in the previous cycle, or between cycles) was enabled when launched and is recorded in
+full, with its launch cycle; kernels launched while tracing is off are not recorded at all
+(they would belong to the untraced cycle, which has none by design); launches after the
+switch-on are recorded as usual. The PM and NVML samplers keep running (their cost is part of
+what the traced cycles pay, and what the untraced ones do not pay is only the activity).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perfdiff.collect.cycles import CycleLog
+from perfdiff.schema.model import CycleTable
+
+DEFAULT_UNTRACED_EVERY = 8
+
+
+@dataclass
+class UntracedCycles:
+    """Leaves every ``every``-th measured cycle untraced (0: none); hooks into a CycleLog."""
+
+    every: int
+    trace: Any  # a TraceBackend with pause() / resume()
+    log: CycleLog
+    positions: list[int] = field(default_factory=list)  # log positions of untraced cycles
+    errors: list[str] = field(default_factory=list)
+    _measured: int = 0
+    _paused: bool = False
+    _mark: Any = None
+
+    def __post_init__(self) -> None:
+        usable = self.every >= 2 and callable(getattr(self.trace, "pause", None))
+        if not usable:
+            self.every = 0
+            return
+        before, after = self.log.on_cycle_begin, self.log.on_cycle_end
+
+        def on_begin(warmup: bool) -> None:
+            if before is not None:
+                before(warmup)
+            self.before_begin(warmup)
+
+        def on_end(done: int) -> None:
+            self.after_end()
+            if after is not None:
+                after(done)
+
+        self.log.on_cycle_begin = on_begin
+        self.log.on_cycle_end = on_end
+
+    def before_begin(self, warmup: bool) -> None:
+        if self._paused:  # the previous cycle ended without completing
+            self.after_end()
+        if warmup or self.errors:
+            return
+        self._measured += 1
+        if self._measured % self.every:
+            return
+        try:
+            self.trace.pause()
+        except Exception as exc:  # a switch that fails stops the untraced cycles, not the run
+            self.errors.append(f"switching tracing off failed ({type(exc).__name__}: {exc})")
+            return
+        self._paused = True
+        self._mark, self.log.mark = self.log.mark, None
+        self.positions.append(len(self.log.starts))
+
+    def after_end(self) -> None:
+        if not self._paused:
+            return
+        self._paused = False
+        self.log.mark = self._mark
+        try:
+            self.trace.resume()
+        except Exception as exc:
+            self.errors.append(f"switching tracing on again failed ({type(exc).__name__}: "
+                               f"{exc}); kernels after it are missing")
+
+    def apply(self, table: CycleTable) -> CycleTable:
+        """``table`` with ``traced`` set (and untraced cycles flagged warm-up)."""
+        if not self.every:
+            return table
+        kept = [i for i, ok in enumerate(self.log.completed_flags) if ok]
+        untraced = set(self.positions)
+        traced = np.asarray([0 if i in untraced else 1 for i in kept], dtype=np.int64)
+        if traced.size != table.index.size:
+            return table  # a table not cut from this log (fixed windows): nothing to mark
+        warmup = np.asarray(table.warmup, dtype=np.bool_) | (traced == 0)
+        return dataclasses.replace(table, traced=traced, warmup=warmup)
+
+
+def with_hold(table: CycleTable, handovers: list[tuple[int, int, int]]) -> CycleTable:
+    """``table`` with ``hold_ns``: the collector's interpreter hold (buffer hand-overs,
+    ``(start, start + hold, records)``) inside each cycle, clipped to the cycle."""
+    n = table.index.size
+    if n == 0:
+        return table
+    hold = np.zeros(n, dtype=np.int64)
+    starts = np.asarray(table.start_ns, dtype=np.int64)
+    ends = np.asarray(table.end_ns, dtype=np.int64)
+    order = np.argsort(starts, kind="stable")
+    for begin, end, _ in handovers:
+        pos = int(np.searchsorted(starts[order], begin, side="right")) - 1
+        for row in order[max(pos, 0):]:
+            if starts[row] >= end:
+                break
+            overlap = min(end, ends[row]) - max(begin, starts[row])
+            if overlap > 0:
+                hold[row] += overlap
+    return dataclasses.replace(table, hold_ns=hold)
+
+
+__all__ = ["DEFAULT_UNTRACED_EVERY", "UntracedCycles", "with_hold"]

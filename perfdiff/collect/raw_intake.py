@@ -1,0 +1,233 @@
+"""CUPTI activity buffers taken over raw, through CUPTI's C API, and compacted at once.
+
+Why not ``cupti.activity_register_callbacks``: cupti-python's completed-buffer callback turns
+every record into a Python object before our code sees it, on CUPTI's thread, holding the
+interpreter: a full 32 MiB buffer held it for ~0.5-1 s inside a launch-bound program's step
+(H100, 2026-11-24). Here the callbacks are our own ctypes functions registered with
+``cuptiActivityRegisterCallbacks`` in the libcupti that cupti-python loaded: CUPTI gets
+buffers we own (numpy arrays, 8 MiB), and a completed one is decoded by ``decode.py`` into
+compact columns (a few numpy copies per run of same-kind records, no per-record Python), then
+reused. Each hand-over is stamped (start, start + hold, records) on the trace clock, where
+the hold is the CPU time CUPTI's thread spent in our callback (``time.thread_time_ns``): the
+wall time would also count the waits for the interpreter lock, during which the program ran
+(numpy copies release it), and overstate what the program lost.
+
+Kernel names: a kernel record holds the address of CUPTI's copy of the name, shared by every
+record of that kernel and kept by CUPTI for the session; the distinct addresses are read
+once, when the collection stops (``names``), never per record.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from perfdiff.collect.columns import TraceColumns, concat
+from perfdiff.collect.decode import (
+    KNOWN_SIZES,
+    LAYOUTS,
+    RecordLayout,
+    RecordLayoutError,
+    decode_buffer,
+)
+
+BUFFER_BYTES = 2 * 1024 * 1024  # ~8,500 kernel records: one hand-over holds ~1 ms (H100)
+_REQUEST = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p),
+                            ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t))
+_COMPLETE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                             ctypes.c_size_t, ctypes.c_size_t)
+
+
+def libcupti_path(maps_text: str) -> str | None:
+    """The libcupti this process has loaded, from /proc/self/maps text (None if none)."""
+    for line in maps_text.splitlines():
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and "/libcupti.so" in parts[5]:
+            return parts[5].strip()
+    return None
+
+
+def load_libcupti(cupti: Any) -> ctypes.CDLL:
+    """The libcupti that cupti-python uses (it loads it lazily: one clock read loads it).
+
+    cupti-python finds it through ``cuda.pathfinder`` (cached per process), so asking
+    pathfinder gives the very library cupti-python calls; /proc/self/maps is the fallback.
+    A process can hold two (torch's own and cupti-python's), and callbacks registered with
+    the other one would never see cupti-python's activity."""
+    cupti.get_timestamp()
+    try:
+        pathfinder = importlib.import_module("cuda.pathfinder")
+        return ctypes.CDLL(str(pathfinder.load_nvidia_dynamic_lib("cupti").abs_path))
+    except Exception:  # no pathfinder, or another loader: the mapped library
+        pass
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            path = libcupti_path(f.read())
+    except OSError:
+        path = None
+    if path is None:
+        raise RecordLayoutError("cannot find the libcupti that cupti-python loaded "
+                                "(/proc/self/maps); raw activity intake unavailable")
+    return ctypes.CDLL(path)
+
+
+def cupti_api_version(lib: ctypes.CDLL) -> int:
+    version = ctypes.c_uint32(0)
+    if lib.cuptiGetVersion(ctypes.byref(version)) != 0:
+        raise RecordLayoutError("cuptiGetVersion failed; raw activity intake unavailable")
+    return int(version.value)
+
+
+class RawIntake:
+    """Owns CUPTI's activity buffers: hands them out, takes completed ones in as columns."""
+
+    def __init__(self, lib: ctypes.CDLL, layout: RecordLayout, clock_ns: Callable[[], int],
+                 buffer_bytes: int = BUFFER_BYTES) -> None:
+        self._lib = lib
+        self.layout = layout
+        self._clock_ns = clock_ns
+        self._buffer_bytes = buffer_bytes
+        self._lent: dict[int, np.ndarray[Any, np.dtype[np.uint8]]] = {}
+        self._pool: list[np.ndarray[Any, np.dtype[np.uint8]]] = []
+        self._lock = threading.Lock()
+        self.chunks: list[TraceColumns] = []
+        self.records = 0
+        self.bytes_taken = 0
+        self.handovers: list[tuple[int, int, int]] = []  # (start, end, records), trace clock
+        self.errors: list[str] = []
+        # ctypes must keep the function objects alive as long as CUPTI may call them
+        self._request_cb = _REQUEST(self._on_request)
+        self._complete_cb = _COMPLETE(self._on_complete)
+
+    @classmethod
+    def for_cupti(cls, cupti: Any, clock_ns: Callable[[], int]) -> RawIntake:
+        """On the libcupti cupti-python loaded. A CUPTI whose record sizes are not registered
+        gets them from CUPTI's own walk of its first buffer (:func:`learn_layout`)."""
+        lib = load_libcupti(cupti)
+        version = cupti_api_version(lib)
+        layout = LAYOUTS.get(version) or RecordLayout(version, {}, "learnt from CUPTI's walk")
+        return cls(lib, layout, clock_ns)
+
+    def register(self) -> None:
+        status = self._lib.cuptiActivityRegisterCallbacks(self._request_cb, self._complete_cb)
+        if status != 0:
+            raise RecordLayoutError(f"cuptiActivityRegisterCallbacks failed (CUPTI error "
+                                    f"{status}); raw activity intake unavailable")
+
+    def _on_request(self, buffer: Any, size: Any, max_records: Any) -> None:
+        """CUPTI wants an empty buffer (called from whichever thread fills one)."""
+        with self._lock:
+            array = self._pool.pop() if self._pool else np.empty(self._buffer_bytes, np.uint8)
+            address = int(array.ctypes.data)
+            self._lent[address] = array
+        buffer[0] = address
+        size[0] = array.size
+        max_records[0] = 0
+
+    def _on_complete(self, context: Any, stream_id: int, buffer: Any, size: int,
+                     valid: int) -> None:
+        """A buffer is full or flushed: decode it into columns, give it back to the pool."""
+        started = self._clock_ns()
+        cpu = time.thread_time_ns()
+        with self._lock:
+            array = self._lent.pop(int(buffer or 0), None)
+        if array is None:
+            self.errors.append("CUPTI completed a buffer perfdiff did not hand out; ignored")
+            return
+        count = 0
+        try:
+            if valid:
+                count = self.take(array, int(valid))
+        except Exception as exc:  # never into CUPTI's thread: the run file says it
+            self.errors.append(f"an activity buffer was not decoded ({exc})")
+        finally:
+            with self._lock:
+                self._pool.append(array)
+        self.handovers.append((started, started + time.thread_time_ns() - cpu, count))
+
+    def take(self, array: np.ndarray[Any, np.dtype[np.uint8]], valid: int) -> int:
+        """Decode ``array[:valid]`` into a chunk; the number of records it held."""
+        try:
+            chunk = decode_buffer(array, valid, self.layout)
+        except RecordLayoutError:
+            # a kind whose size is not known yet: CUPTI's own walk of this buffer says it
+            learnt = learn_layout(self._walker(), array, valid)
+            self.layout = RecordLayout(self.layout.cupti_api_version,
+                                       {**self.layout.sizes, **learnt}, self.layout.note)
+            chunk = decode_buffer(array, valid, self.layout)
+        self.chunks.append(chunk)
+        self.bytes_taken += valid
+        count = chunk.kernels.size + chunk.memcpy.size + chunk.memset.size + chunk.api.size
+        self.records += count
+        return count
+
+    def _walker(self) -> Callable[[int, int], list[int]]:
+        return cupti_walker(self._lib)
+
+    def columns(self) -> TraceColumns:
+        """Everything taken in so far, names resolved (call once CUPTI is flushed)."""
+        out = concat(self.chunks) if self.chunks else TraceColumns()
+        self.chunks = [out] if self.chunks else []
+        out.names = resolve_names(out.kernels["name_key"], out.names)
+        return out
+
+
+def cupti_walker(lib: ctypes.CDLL) -> Callable[[int, int], list[int]]:
+    """``walk(address, valid)``: the record addresses CUPTI's ``cuptiActivityGetNextRecord``
+    finds in a buffer (CUPTI's own parser, independent of perfdiff's size table)."""
+    fn = lib.cuptiActivityGetNextRecord
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]
+
+    def walk(address: int, valid: int) -> list[int]:
+        record = ctypes.c_void_p(None)
+        found = []
+        while fn(ctypes.c_void_p(address), ctypes.c_size_t(valid), ctypes.byref(record)) == 0:
+            found.append(int(record.value or 0) - address)
+        return found
+    return walk
+
+
+def learn_layout(walk: Callable[[int, int], list[int]],
+                 array: np.ndarray[Any, np.dtype[np.uint8]], valid: int) -> dict[int, int]:
+    """Record size of each kind in ``array[:valid]``, from CUPTI's walk (byte offsets), each
+    checked against the struct versions perfdiff knows (``decode.KNOWN_SIZES``); anything
+    else is one RecordLayoutError line."""
+    offsets = walk(int(array.ctypes.data), valid)
+    if not offsets:
+        raise RecordLayoutError("CUPTI found no records in a non-empty activity buffer; "
+                                "not decoded")
+    ends = [*offsets[1:], valid]
+    sizes: dict[int, set[int]] = {}
+    for start, end in zip(offsets, ends, strict=True):
+        kind = int(array[start:start + 4].view("<i4")[0])
+        sizes.setdefault(kind, set()).add(end - start)
+    learnt = {}
+    for kind, seen in sorted(sizes.items()):
+        known = KNOWN_SIZES.get(kind)
+        size = next(iter(seen))
+        if len(seen) != 1 or (known is not None and size not in known):
+            raise RecordLayoutError(
+                f"this CUPTI writes records of kind {kind} of {sorted(seen)} bytes, which is "
+                f"no record version perfdiff knows ({list(known or ())}); not decoded")
+        learnt[kind] = size  # a kind perfdiff does not read is skipped by its size
+    return learnt
+
+
+def resolve_names(keys: np.ndarray[Any, np.dtype[Any]], known: dict[int, str]) -> dict[int, str]:
+    """Name key -> name for every distinct key: CUPTI's name string at that address."""
+    names = dict(known)
+    for key in np.unique(keys).tolist():
+        if key in names:
+            continue
+        names[key] = "" if key <= 0 else ctypes.string_at(key).decode("utf-8", "replace")
+    return names
+
+
+__all__ = ["BUFFER_BYTES", "RawIntake", "cupti_api_version", "libcupti_path", "load_libcupti",
+           "resolve_names"]

@@ -1,0 +1,158 @@
+"""What the figures draw (analysis.figure_data): rows, intervals and per-cycle marks.
+
+The figures must say what the report says: the forest plot's first row is the report's first
+key finding with the same interval; the cycle-time row's interval is the report's, in ms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfdiff.analysis.figure_data import (
+    cycle_trace,
+    forest_rows,
+    metric_spreads,
+    pm_missing,
+    stalled_cycle_indices,
+    trace_of_run_file,
+)
+from perfdiff.analysis.model import CompareOptions
+from perfdiff.collect.handovers import handover_warning
+from perfdiff.schema.model import CycleTable, MetricSeries
+from tests import report_factories as rf
+from tests.factories import make_run_file
+
+REPO = Path(__file__).resolve().parents[2]
+GPT = (REPO / "fixtures" / "gpt-infer-normal.json.gz",
+       REPO / "fixtures" / "gpt-infer-contended.json.gz")
+
+
+def test_findings_lead_the_forest_with_their_own_intervals() -> None:
+    big = rf.row("big_but_not_a_finding", time_delta_ms=5.0, time_ci_low_ms=-1.0,
+                 time_ci_high_ms=11.0, verdict="no change")
+    comparison = rf.comparison(rows=(*rf.comparison().rows, big))
+    forest = forest_rows(comparison)
+    first = forest.rows[0]
+    finding = comparison.findings[0]
+    assert (first.function, first.delta, first.low, first.high) == (
+        finding.function, finding.time_delta_ms, finding.time_ci_low_ms, finding.time_ci_high_ms)
+    assert first.is_finding
+    # the others by |change|, largest first, one row per function (not per metric)
+    assert [r.function for r in forest.rows[1:]] == ["big_but_not_a_finding",
+                                                       "elementwise_kernel"]
+    assert forest.threshold == pytest.approx(0.01 * comparison.normal.cycle_ms_mean)
+
+
+def test_cycle_row_interval_is_the_reports_percent_interval_in_ms() -> None:
+    comparison = rf.comparison()
+    row = forest_rows(comparison).cycle
+    assert row is not None
+    base = comparison.normal.cycle_ms_mean
+    assert row.low == pytest.approx(comparison.cycle_time.ci_low_pct / 100 * base)
+    assert row.high == pytest.approx(comparison.cycle_time.ci_high_pct / 100 * base)
+    assert row.delta == comparison.cycle_time.delta_ms
+
+
+def test_cut_differently_uses_share_changes_without_intervals() -> None:
+    nan = math.nan
+    comparison = rf.comparison(
+        cycle_time=replace(rf.comparison().cycle_time, comparable=False),
+        rows=tuple(replace(r, time_delta_ms=nan, time_ci_low_ms=nan, time_ci_high_ms=nan)
+                   for r in rf.comparison().rows))
+    forest = forest_rows(comparison)
+    assert forest.cycle is None and forest.unit == "pp"
+    assert forest.rows[0].delta == comparison.rows[0].delta_beta
+    assert math.isnan(forest.rows[0].low)
+
+
+def test_top_limits_rows_but_never_drops_a_finding() -> None:
+    rows = tuple(rf.row(f"k{i}", time_delta_ms=float(i), verdict="no change") for i in range(30))
+    comparison = rf.comparison(rows=(*rf.comparison().rows, *rows))
+    assert len(forest_rows(comparison, top=5).rows) == 5
+    assert forest_rows(comparison, top=0).rows[0].function == "gemm_kernel"
+
+
+def _cycles(n: int, warmup: int = 0) -> CycleTable:
+    start = np.arange(n, dtype=np.int64) * 1_000_000
+    return CycleTable(index=np.arange(n, dtype=np.int64), start_ns=start,
+                      end_ns=start + 900_000, label=("step",) * n,
+                      warmup=np.arange(n) < warmup)
+
+
+def _pm(stamps: np.ndarray, interval: int = 20_000) -> MetricSeries:
+    return MetricSeries("sm__pipe_tensor", "pct", "pm_sampling", 0,
+                        np.asarray(stamps, dtype=np.int64),
+                        np.zeros(len(stamps), dtype=np.float64), interval)
+
+
+def test_pm_missing_marks_only_cycles_a_gap_overlaps() -> None:
+    cycles = _cycles(5, warmup=1)
+    stamps = np.arange(20_000, 5_000_000, 20_000)
+    hole = (stamps > 2_300_000) & (stamps < 2_500_000)  # a 200 us hole inside cycle 2
+    missing = pm_missing(cycles, [_pm(stamps[~hole])])
+    assert missing.tolist() == [False, False, True, False, False]
+    assert not pm_missing(cycles, [_pm(stamps)]).any()
+    assert not pm_missing(cycles, []).any()
+
+
+def test_pm_missing_marks_a_missing_tail() -> None:
+    cycles = _cycles(3)
+    stamps = np.arange(20_000, 1_500_000, 20_000)  # nothing after 1.5 ms
+    assert pm_missing(cycles, [_pm(stamps)]).tolist() == [False, True, True]
+
+
+def test_stalls_come_from_the_collectors_handover_warning() -> None:
+    cycles = _cycles(8)
+    warning = handover_warning([(2_100_000, 2_200_000, 1000), (6_100_000, 6_300_000, 10)],
+                               cycles)
+    assert warning is not None
+    assert stalled_cycle_indices((warning, "another warning")) == {2, 6}
+    assert stalled_cycle_indices(()) == set()
+
+
+def test_trace_of_a_run_file_keeps_warmup_and_run_order() -> None:
+    run_file = make_run_file(n_cycles=6, n_runs=2, n_warmup=1, seed=5)
+    trace = trace_of_run_file(run_file, "normal")
+    assert len(trace.cycle_ms) == 12
+    assert trace.warmup == (True, *([False] * 5), True, *([False] * 5))
+    assert trace.segment[0] != trace.segment[-1]  # runs separated
+    assert not any(trace.stalled)
+
+
+def test_trace_of_a_table_has_the_measured_cycles_only() -> None:
+    from perfdiff.analysis.sides import Side, side_from_run_file
+
+    side = side_from_run_file(make_run_file(n_cycles=6, n_warmup=2, seed=6))
+    trace = cycle_trace(Side(side.table, side.meta), "imported")  # no run file
+    assert len(trace.cycle_ms) == 6 - 2 and not any(trace.warmup)  # n_cycles counts warm-up
+
+
+def _fixture_comparison():  # type: ignore[no-untyped-def]
+    from perfdiff.analysis.entry import compare_inputs_and_sides as load_and_compare
+
+    if not all(p.exists() for p in GPT):
+        pytest.skip("gpt-infer fixtures not found")
+    return load_and_compare(GPT[0], GPT[1], CompareOptions())
+
+
+def test_device_intervals_bracket_the_change() -> None:
+    comparison, _ = _fixture_comparison()
+    for device in comparison.devices:
+        assert device.ci_low_pct < device.delta_pct < device.ci_high_pct
+
+
+def test_metric_spreads_are_per_cycle_values_of_the_findings_moves() -> None:
+    comparison, sides = _fixture_comparison()
+    spreads = metric_spreads(comparison, (sides[0].table, sides[1].table))
+    assert spreads and spreads[0].function == comparison.findings[0].function
+    first_moves = {m.metric for m in comparison.findings[0].metric_moves}
+    assert {s.metric for s in spreads if s.function == spreads[0].function} <= first_moves
+    # pids differ between the two recordings: the abnormal side is matched, not empty
+    assert all(len(s.normal) > 10 and len(s.abnormal) > 10 for s in spreads)
+    # PM-sampled metrics before NVML device state, as in the report's list of moves
+    assert not spreads[0].metric.startswith("nvml.")

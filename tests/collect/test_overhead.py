@@ -1,0 +1,114 @@
+"""Untraced cycles (collect/overhead.py), holds per cycle, and the self-measured overhead."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from perfdiff.analysis.self_overhead import self_overhead, self_overhead_notes
+from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.overhead import UntracedCycles, with_hold
+from perfdiff.schema.io import load_run_file
+
+PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
+
+
+class _Trace:
+    def __init__(self) -> None:
+        self.on = True
+        self.switches: list[bool] = []
+
+    def pause(self) -> None:
+        self.on = False
+        self.switches.append(False)
+
+    def resume(self) -> None:
+        self.on = True
+        self.switches.append(True)
+
+
+def _log(clock: list[int]) -> CycleLog:
+    def now() -> int:
+        clock[0] += 10
+        return clock[0]
+    return CycleLog(clock_ns=now)
+
+
+def test_every_eighth_measured_cycle_is_untraced_and_marks_pause_with_it() -> None:
+    clock = [0]
+    log = _log(clock)
+    marks: list[int] = []
+    log.mark = lambda: marks.append(len(log.starts) - 1)
+    trace = _Trace()
+    untraced = UntracedCycles(8, trace, log)
+    states = []
+    for i in range(2 + 16):
+        log.begin_cycle("", i < 2)
+        states.append(trace.on)
+        log.end_cycle()
+        assert trace.on  # always on again between cycles
+    table = untraced.apply(log.table())
+    assert table.traced is not None
+    assert np.flatnonzero(table.traced == 0).tolist() == [9, 17]  # measured #8 and #16
+    assert [i for i, on in enumerate(states) if not on] == [9, 17]
+    assert table.warmup.tolist() == [True, True] + [i in (9, 17) for i in range(2, 18)]
+    assert 9 not in marks and 17 not in marks and len(marks) == 2 * 16
+
+
+def test_off_and_backends_without_pause_trace_every_cycle() -> None:
+    for every, trace in ((0, _Trace()), (8, object())):
+        log = _log([0])
+        untraced = UntracedCycles(every, trace, log)
+        for _ in range(20):
+            log.begin_cycle("", False)
+            log.end_cycle()
+        assert untraced.apply(log.table()).traced is None
+
+
+def test_hold_is_clipped_to_each_cycle() -> None:
+    log = _log([0])
+    for _ in range(3):
+        log.begin_cycle("", False)
+        log.end_cycle()
+    table = log.table()  # cycles [10, 20), [30, 40), [50, 60)
+    held = with_hold(table, [(12, 15, 1), (18, 33, 1), (70, 80, 1)])
+    assert held.hold_ns is not None and held.hold_ns.tolist() == [5, 3, 0]
+
+
+PROGRAM = """
+import time
+import perfdiff
+from perfdiff.collect.inject.fake_backend import launch
+for i in range(33):
+    with perfdiff.cycle():
+        launch(f"c{i}_k", 0.1)
+        time.sleep(0.004 if i % 8 == 0 else 0.005)
+"""
+
+
+def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake"}
+    env.pop("PERFDIFF_INJECT_CONFIG", None)
+    out = tmp_path / "run.json.gz"
+    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "1", "--",
+                           sys.executable, "prog.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    rf = load_run_file(out)
+    (run,) = rf.runs
+    assert run.cycles.traced is not None and run.cycles.hold_ns is not None
+    untraced = np.flatnonzero(run.cycles.traced == 0).tolist()
+    assert untraced == [8, 16, 24, 32]  # cycle i = 8k slept 4 ms instead of 5
+    names = [rf.strings[i].mangled for i in run.kernels.name_id.tolist()]
+    assert not any(name.split("_")[0] in {"c8", "c16", "c24", "c32"} for name in names)
+    assert len(names) == 33 - 4
+    found = self_overhead(rf)
+    assert found is not None and found.untraced_cycles == 4 and found.traced_cycles == 28
+    assert 15 < found.overhead_pct < 35  # 5 ms vs 4 ms: +25 %
+    (note,) = self_overhead_notes(rf, "run.json.gz")
+    assert "own overhead on this run +" in note and "4 untraced cycle(s)" in note
