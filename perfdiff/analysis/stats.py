@@ -11,12 +11,11 @@ a p-value of 0 for a row that did not change. Every p and q returned lies in [0,
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
+from perfdiff.analysis.distributions import mann_whitney_two_sided, norm_ppf, t_ppf, t_sf
 from perfdiff.schema.model import FloatArray
 
 # SE floor: a numerical guard, not a noise model. It keeps z finite and bounded when both sides
@@ -105,7 +104,7 @@ def welch(
     # "constant": no variance beyond float round-off (time-weighted means of equal samples)
     tiny = (1e-9 * np.fmax(np.fmax(np.abs(m_x), np.abs(m_y)), ABS_SE_FLOOR)) ** 2
     constant = enough & (v_x <= tiny) & (v_y <= tiny)
-    p = 2.0 * sps.t.sf(np.abs(z), df)
+    p = 2.0 * t_sf(np.abs(z), df)
     bad = ~enough | constant | ~np.isfinite(z)
     z = np.where(bad, np.nan, z)
     p = np.where(bad, np.nan, np.clip(p, 0.0, 1.0))
@@ -137,9 +136,7 @@ def mann_whitney_p(normal: FloatArray, abnormal: FloatArray) -> FloatArray:
         both = np.concatenate((a, b))
         if np.all(both == both[0]):
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            out[j] = sps.mannwhitneyu(a, b, alternative="two-sided").pvalue
+        out[j] = mann_whitney_two_sided(a, b)
     return np.asarray(np.clip(out, 0.0, 1.0), dtype=np.float64)
 
 
@@ -213,16 +210,16 @@ def bootstrap_delta_ci(
         b = v_y / n_y
         df = (a + b) ** 2 / (a**2 / (n_x - 1) + b**2 / (n_y - 1))
         df = np.where(np.isfinite(df) & (df > 0), df, n_x + n_y - 2)
-        z = sps.norm.ppf(1.0 - tail)
-        factor = np.where(se_boot > 0, se_unbiased / se_boot, 1.0) * sps.t.ppf(1.0 - tail, df) / z
+        z = norm_ppf(1.0 - tail)
+        factor = np.where(se_boot > 0, se_unbiased / se_boot, 1.0) * t_ppf(1.0 - tail, df) / z
     if target_df is not None:
         df = np.asarray(target_df, dtype=np.float64)
     if target_se is not None:
         target = np.asarray(target_se, dtype=np.float64)
         with np.errstate(invalid="ignore", divide="ignore"):
-            factor = np.where(se_boot > 0, target / se_boot, 1.0) * sps.t.ppf(1.0 - tail, df) / z
+            factor = np.where(se_boot > 0, target / se_boot, 1.0) * t_ppf(1.0 - tail, df) / z
         flat = ~(se_boot > 0)  # no spread to bootstrap: symmetric interval from the SE alone
-        half = sps.t.ppf(1.0 - tail, df) * target
+        half = t_ppf(1.0 - tail, df) * target
         lo_q = np.where(flat, delta - half, lo_q)
         hi_q = np.where(flat, delta + half, hi_q)
         factor = np.where(flat, 1.0, factor)
@@ -243,7 +240,7 @@ def minimum_detectable(
     se: FloatArray, df: FloatArray, alpha: float, power: float = 0.8
 ) -> FloatArray:
     """Smallest true change a two-sided level-``alpha`` test detects with ``power``."""
-    quantiles = sps.t.ppf(1.0 - alpha / 2.0, df) + sps.t.ppf(power, df)
+    quantiles = t_ppf(1.0 - alpha / 2.0, df) + t_ppf(power, df)
     return np.asarray(quantiles * se, dtype=np.float64)
 
 
@@ -279,8 +276,8 @@ def minimum_detectable_floored(
     m = np.abs(np.asarray(mean_normal, dtype=np.float64))
     abs_f = np.asarray(abs_floor, dtype=np.float64)
     thr = np.asarray(threshold, dtype=np.float64)
-    t_power = sps.t.ppf(power, df)
-    k = sps.t.ppf(1.0 - alpha / 2.0, df) + t_power
+    t_power = t_ppf(power, df)
+    k = t_ppf(1.0 - alpha / 2.0, df) + t_power
     floor_now = np.maximum(abs_f, rel_floor * m)
     sampling_var = np.maximum(se**2 - floor_now**2, 0.0)
 
@@ -436,7 +433,7 @@ def paired_by_position(
     enough = (n_x >= 2) & (n_y >= 2) & (n_d >= 2)
     tiny = (1e-9 * np.fmax(np.fmax(np.abs(m_x), np.abs(m_y)), ABS_SE_FLOOR)) ** 2
     constant = enough & (v_x <= tiny) & (v_y <= tiny)
-    p = 2.0 * sps.t.sf(np.abs(z), df)
+    p = 2.0 * t_sf(np.abs(z), df)
     bad = ~enough | constant | ~np.isfinite(z)
     return WelchResult(
         mean_normal=m_x,

@@ -95,8 +95,6 @@ def compare(
 
     for path in (normal, abnormal):  # before the heavy imports: a missing file in a blink
         require_input(path, folder_ok=True)
-    from rich.console import Console
-
     from perfdiff.analysis.entry import compare_inputs_and_sides
     from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
@@ -104,7 +102,6 @@ def compare(
     from perfdiff.report.gate import regression_lines
     from perfdiff.report.json_report import render_json
     from perfdiff.report.markdown import render_markdown
-    from perfdiff.report.terminal import render_terminal
 
     options = CompareOptions(alpha=alpha, practical_threshold_pct=threshold,
                              seed_compatible=seed_compatible, top=top, force=force,
@@ -129,6 +126,10 @@ def compare(
     if output is not None:
         write_atomic(output, text, inputs=(normal, abnormal), what="the report")
     elif output_format is ReportFormat.markdown and sys.stdout.isatty():
+        from rich.console import Console  # a file or a pipe never needs rich
+
+        from perfdiff.report.terminal import render_terminal
+
         render_terminal(comparison, Console())
     else:
         typer.echo(text, nl=False)
@@ -174,6 +175,8 @@ def _figures(comparison: Comparison, sides: tuple[Side, Side], folder: Path | No
              output_format: ReportFormat) -> list[RenderedFigure]:
     """The figures the output needs: files for ``--plots``, SVG for HTML (when matplotlib is
     there; without it HTML has tables and a note)."""
+    if folder is None and output_format is not ReportFormat.html:
+        return []  # no figures wanted: not even their module is imported
     from perfdiff.report.figures import plotting_available
 
     wanted = []

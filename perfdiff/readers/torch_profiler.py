@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -298,9 +299,48 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
 def _read_one(path: Path, cycle_range: str | None) -> _RankData:
     trace = _decode(path, _file_bytes(path))
     try:
-        return _convert(trace, cycle_range)
+        meta = _metadata(trace)
+        events = trace.traceEvents
+        # every raw slice (events and metadata) holds the whole decompressed file (35 MB for
+        # 100k events): no slice but the events' may outlive this line, so that the file's
+        # bytes are freed as soon as _convert has gone through them
+        del trace
+        return _convert(meta, events, cycle_range)
     except _Bad as exc:
         raise InputError(f"{path}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Meta:
+    """A trace's top-level keys, decoded (no raw slice of the file kept)."""
+
+    base_ns: int
+    devices: dict[int, DeviceInfo]
+    rank: int | None
+    world_size: int | None
+    host: str | None
+    schema_version: str
+    driver_version: str | None
+    cuda_version: str | None
+    cupti_version: str | None
+
+
+def _metadata(trace: _Trace) -> _Meta:
+    base_text = _version_text(trace.baseTimeNanoseconds)
+    try:
+        base_ns = int(base_text) if base_text is not None else 0
+    except ValueError:
+        raise _Bad(f"baseTimeNanoseconds {base_text!r} is not an integer") from None
+    rank, world = _distributed(trace.distributedInfo)
+    return _Meta(
+        base_ns=base_ns, devices=_device_properties(trace.deviceProperties), rank=rank,
+        world_size=world,
+        host=_version_text(trace.host_name) or _version_text(trace.hostname),
+        schema_version=_version_text(trace.schemaVersion) or "unknown",
+        driver_version=_cuda_version(trace.cuda_driver_version),
+        cuda_version=_cuda_version(trace.cuda_runtime_version),
+        cupti_version=_version_text(trace.cupti_version),
+    )
 
 
 def _file_bytes(path: Path) -> bytes:
@@ -316,7 +356,7 @@ def _file_bytes(path: Path) -> bytes:
         except (EOFError, OSError, zlib.error) as exc:
             raise InputError(f"{path}: gzip data is truncated or corrupt ({exc}); re-copy or "
                              "re-export the trace") from exc
-    if not data.strip():
+    if not data or data.isspace():  # not data.strip(): that copies the whole file
         raise InputError(f"{path}: file is empty")
     return data
 
@@ -401,8 +441,12 @@ def _kept_events(raws: list[msgspec.Raw], counted: dict[tuple[str, str], int],
     flows are most of a trace); ``hardware_counters`` samples go to ``counters`` as they are."""
     kind_of = _KIND_DECODER.decode
     event_of = _EVENT_DECODER.decode
+    # popped from the end, each slice is freed once looked at (``raws`` ends empty): the
+    # memory the kept events take is what the slices gave back, not more on top
+    raws.reverse()
     try:
-        for raw in raws:
+        while raws:
+            raw = raws.pop()
             kind = kind_of(raw)
             if kind.cat in _KEPT_CATEGORIES:
                 yield event_of(raw)
@@ -442,7 +486,7 @@ class _Columns:
 
     def add(self, event: _Event) -> None:
         args = event.args if isinstance(event.args, _Args) else _Args()
-        name = event.name
+        name = sys.intern(event.name)  # a kernel name (often 200+ characters) held once
         self.name.append(name)
         self.device.append(_int_value(args.device if args.device is not None else event.pid,
                                       "device (args.device or pid)", name))
@@ -496,21 +540,31 @@ class _Ranges:
     device: list[int] = field(default_factory=list)
 
 
-def _convert(trace: _Trace, cycle_range: str | None) -> _RankData:
-    base_text = _version_text(trace.baseTimeNanoseconds)
-    try:
-        base_ns = int(base_text) if base_text is not None else 0
-    except ValueError:
-        raise _Bad(f"baseTimeNanoseconds {base_text!r} is not an integer") from None
-    launch_corr: list[int] = []
-    launch_ts: list[bytes] = []
-    kernels, copies, sets = _Columns(), _Columns(), _Columns()
-    by_cat = {"kernel": kernels, "gpu_memcpy": copies, "gpu_memset": sets}
-    ranges = _Ranges()
-    cpu_pids: dict[int, int] = {}
+@dataclass
+class _Gathered:
+    """What one pass over the events keeps, copied out of the file (no raw slice left)."""
+
+    kernels: _Columns = field(default_factory=_Columns)
+    copies: _Columns = field(default_factory=_Columns)
+    sets: _Columns = field(default_factory=_Columns)
+    ranges: _Ranges = field(default_factory=_Ranges)
+    launch_corr: list[int] = field(default_factory=list)
+    launch_ts: list[bytes] = field(default_factory=list)
+    cpu_pids: dict[int, int] = field(default_factory=dict)
+    profiler_ranges: int = 0
+    metrics: tuple[MetricSeries, ...] = ()
+    sample_interval_ns: int = 0
+
+
+def _gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
+    """The one pass over the events. A function of its own so that its last decoded event
+    (whose raw ``ts`` holds the whole file) is gone when it returns; ``events`` is emptied."""
+    out = _Gathered()
+    by_cat = {"kernel": out.kernels, "gpu_memcpy": out.copies, "gpu_memset": out.sets}
+    ranges = out.ranges
     counted: dict[tuple[str, str], int] = {}
     counter_raws: list[msgspec.Raw] = []
-    for event in _kept_events(trace.traceEvents, counted, counter_raws):
+    for event in _kept_events(events, counted, counter_raws):
         cat = event.cat
         if cat in GPU_CATEGORIES:
             if event.ph == "X":
@@ -518,18 +572,32 @@ def _convert(trace: _Trace, cycle_range: str | None) -> _RankData:
         elif cat in LAUNCH_CATEGORIES:
             args = event.args
             if isinstance(args, _Args) and isinstance(args.correlation, int):
-                launch_corr.append(args.correlation)
-                launch_ts.append(bytes(event.ts))
+                out.launch_corr.append(args.correlation)
+                out.launch_ts.append(bytes(event.ts))
             if isinstance(event.pid, int):
-                cpu_pids[event.pid] = cpu_pids.get(event.pid, 0) + 1
+                out.cpu_pids[event.pid] = out.cpu_pids.get(event.pid, 0) + 1
         elif cat in RANGE_CATEGORIES and event.ph == "X":
             ranges.cat.append(cat)
             ranges.name.append(event.name)
             ranges.ts.append(bytes(event.ts))
             ranges.dur.append(bytes(event.dur) or b"0")
             ranges.device.append(event.pid if isinstance(event.pid, int) else -1)
-    profiler_ranges = sum(n for (cat, _), n in counted.items() if cat == "cuda_profiler_range")
-    del trace.traceEvents[:]  # CPU-side events are not needed past this point
+    out.profiler_ranges = sum(n for (cat, _), n in counted.items()
+                              if cat == "cuda_profiler_range")
+    if counter_raws:
+        out.metrics, out.sample_interval_ns = _counter_series(counter_raws, base_ns)
+    del events[:]  # with the last raw slice gone, the file's bytes are freed
+    return out
+
+
+def _convert(meta: _Meta, events: list[msgspec.Raw], cycle_range: str | None) -> _RankData:
+    base_ns = meta.base_ns
+    gathered = _gather(events, base_ns)
+    kernels, copies, sets = gathered.kernels, gathered.copies, gathered.sets
+    ranges, cpu_pids = gathered.ranges, gathered.cpu_pids
+    launch_corr, launch_ts = gathered.launch_corr, gathered.launch_ts
+    profiler_ranges = gathered.profiler_ranges
+    metrics, interval = gathered.metrics, gathered.sample_interval_ns
     if not kernels.name and not copies.name and not sets.name:
         if profiler_ranges:
             raise _Bad(f"no GPU kernels, only {profiler_ranges} cuda_profiler_range events "
@@ -554,25 +622,18 @@ def _convert(trace: _Trace, cycle_range: str | None) -> _RankData:
         spans, mode = _cycles(range_rows, cycle_range, warnings)
     run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,
                      cpu_pids)
-    metrics: tuple[MetricSeries, ...] = ()
-    interval = 0
-    if counter_raws:
-        metrics, interval = _counter_series(counter_raws, base_ns)
+    if metrics:
         run = replace(run, metrics=metrics)
-    props = _device_properties(trace.deviceProperties)
     used = sorted(set(kernels.device) | set(copies.device) | set(sets.device))
     unknown = DeviceInfo(index=-1, name="unknown GPU", uuid="", sm_count=0, memory_bytes=0)
-    devices = [replace(props.get(d, unknown), index=d) for d in used]
-    rank, world = _distributed(trace.distributedInfo)
-    run = replace(run, rank=rank)
-    host = _version_text(trace.host_name) or _version_text(trace.hostname)
+    devices = [replace(meta.devices.get(d, unknown), index=d) for d in used]
+    run = replace(run, rank=meta.rank)
     return _RankData(
-        run=run, names=names, devices=devices, rank=rank, world_size=world,
-        schema_version=_version_text(trace.schemaVersion) or "unknown",
-        driver_version=_cuda_version(trace.cuda_driver_version),
-        cuda_version=_cuda_version(trace.cuda_runtime_version),
-        cupti_version=_version_text(trace.cupti_version), host=host, warnings=warnings,
-        metric_names=sorted({m.name for m in metrics}), sample_interval_ns=interval,
+        run=run, names=names, devices=devices, rank=meta.rank, world_size=meta.world_size,
+        schema_version=meta.schema_version, driver_version=meta.driver_version,
+        cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
+        warnings=warnings, metric_names=sorted({m.name for m in metrics}),
+        sample_interval_ns=interval,
     )
 
 

@@ -7,8 +7,20 @@ change a number and golden tests can pin each format byte for byte.
 
 from __future__ import annotations
 
+from typing import Any
+
 from perfdiff.report.json_report import JSON_FORMAT_VERSION, render_json
 from perfdiff.report.markdown import render_markdown
-from perfdiff.report.terminal import render_terminal
+
+
+def __getattr__(name: str) -> Any:
+    """``render_terminal`` on first use: it imports rich (0.1 s, 15 MiB), which a report
+    written to a file or a pipe never needs."""
+    if name == "render_terminal":
+        from perfdiff.report.terminal import render_terminal
+
+        return render_terminal
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["JSON_FORMAT_VERSION", "render_json", "render_markdown", "render_terminal"]
