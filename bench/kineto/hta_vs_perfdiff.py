@@ -11,10 +11,10 @@ to its exit (imports included) with peak RSS from ``/usr/bin/time -f %M``:
 - perfdiff: ``perfdiff compare CONTROL TEST --force --format json -o FILE`` (--force: HTA's own
   trace_diff pair is an A100 trace against a V100 trace).
 HTA needs a folder per trace: each pair's files are linked into a temporary folder.
-Runs in a venv holding both (HTA is never a perfdiff dependency):
-  python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install holistictraceanalysis -e .
-  /tmp/hta-venv/bin/python bench/kineto/hta_vs_perfdiff.py --repeat 3 \
-      --json bench/kineto/results.json
+HTA runs from its own venv (it is never a perfdiff dependency), perfdiff from the project's:
+  python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install holistictraceanalysis
+  .venv/bin/python bench/kineto/hta_vs_perfdiff.py --hta-python /tmp/hta-venv/bin/python \
+      --repeat 5 --json bench/kineto/results.json
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ print(len(comp))
 """
 HTA_FLOOR = "import logging; from hta.trace_diff import TraceDiff"
 PERFDIFF_FLOOR = ("import perfdiff.cli.app, perfdiff.cli.commands, perfdiff.analysis.entry, "
-                  "perfdiff.report.markdown, perfdiff.report.json_report, "
-                  "perfdiff.readers.torch_profiler")
+                  "perfdiff.report.json_report, perfdiff.readers.torch_profiler; "
+                  "perfdiff.cli.app._register_commands()")
 HTA_GPU_TOTALS = """
 import sys, json, logging
 logging.disable(logging.WARNING)
@@ -92,40 +92,20 @@ def folders(pair: tuple[Path, Path], tmp: Path, name: str) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
-def perfdiff_totals(path: Path, step: int) -> tuple[dict[str, list[float]], list[int]]:
-    """Per kernel/memcpy/memset name: [launches, summed us] in ProfilerStep#step, and steps."""
-    import numpy as np
-
-    from perfdiff.readers.torch_profiler import read_torch_profiler
-
-    rf = read_torch_profiler([path])
-    run = rf.runs[0]
-    totals: dict[str, list[float]] = {}
-    k = run.kernels
-    sel = k.cycle == step
-    for name_id, dur in zip(k.name_id[sel], (k.end_ns - k.start_ns)[sel], strict=True):
-        entry = totals.setdefault(rf.strings[int(name_id)].demangled, [0, 0.0])
-        entry[0] += 1
-        entry[1] += int(dur) / 1e3
-    for table in (run.memcpy, run.memset):
-        sel = table.cycle == step
-        for dur in (table.end_ns - table.start_ns)[sel]:
-            del dur
-        # memcpy/memset are compared by their trace names below (HTA keeps them)
-    return totals, [int(i) for i in np.sort(run.cycles.index)]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--pairs", nargs="*", default=list(PAIRS))
+    parser.add_argument("--hta-python", default=sys.executable,
+                        help="interpreter of a venv with holistictraceanalysis")
     args = parser.parse_args()
-    py = sys.executable
+    py, hta_py = sys.executable, args.hta_python
     results: dict[str, Any] = {}
     # the floor: interpreter start and imports, before either tool reads a byte
-    floors = {tool: [timed([py, "-c", code]) for _ in range(args.repeat)]
-              for tool, code in (("hta", HTA_FLOOR), ("perfdiff", PERFDIFF_FLOOR))}
+    floors = {tool: [timed([interpreter, "-c", code]) for _ in range(args.repeat)]
+              for tool, interpreter, code in (("hta", hta_py, HTA_FLOOR),
+                                              ("perfdiff", py, PERFDIFF_FLOOR))}
     results["floor"] = {tool: {"seconds": [r[0] for r in runs], "peak_mib": [r[1] for r in runs]}
                         for tool, runs in floors.items()}
     print("floor (start + imports): " + ", ".join(
@@ -143,9 +123,9 @@ def main() -> int:
             control_dir, test_dir = folders(pair, tmp, name)
             hta, pd_ = [], []
             for i in range(args.repeat):  # interleaved, so drift of the machine hits both
-                hta.append(timed([py, "-c", HTA_CHILD, str(control_dir), str(test_dir)]))
+                hta.append(timed([hta_py, "-c", HTA_CHILD, str(control_dir), str(test_dir)]))
                 out = tmp / f"{name}-{i}.json"
-                pd_.append(timed([py, "-c", "from perfdiff.cli.app import main; main()",
+                pd_.append(timed([py, "-c", "from perfdiff.cli.entry import main; main()",
                                   "compare", str(pair[0]), str(pair[1]), "--force",
                                   "--format", "json", "-o", str(out)]))
             hta_s = min(r[0] for r in hta)
@@ -162,7 +142,7 @@ def main() -> int:
             # HTA rounds ns-resolution times (ts up, end down: up to 2 us less per kernel)
             # unless told not to; the totals check compares unrounded sums
             exact = {**os.environ, "HTA_DISABLE_NS_ROUNDING": "1"}
-            _, _, hta_out = timed([py, "-c", HTA_GPU_TOTALS, str(control_dir), str(test_dir)],
+            _, _, hta_out = timed([hta_py, "-c", HTA_GPU_TOTALS, str(control_dir), str(test_dir)],
                                   env=exact)
             hta_totals = json.loads(hta_out)
             entry["totals_check"] = {
