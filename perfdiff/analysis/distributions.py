@@ -54,19 +54,22 @@ def _u_counts(m: int, n: int) -> list[int]:
 
     They are the coefficients of the Gaussian binomial [m+n choose m]_q, built one factor at
     a time: [n+i choose i]_q = [n+i-1 choose i-1]_q (1 - q^(n+i)) / (1 - q^i); every
-    intermediate product has integer coefficients, so Python ints keep it exact.
+    intermediate product has integer coefficients, so Python ints (an object array) keep it
+    exact, and each step is a vectorised subtraction and running sums: 8 against 100,000
+    samples stays well under a second.
     """
     m, n = min(m, n), max(m, n)
-    coeffs = [1] + [0] * (m * n)
+    coeffs = np.zeros(m * n + 1, dtype=object)
+    coeffs[0] = 1
     degree = 0
     for i in range(1, m + 1):
         k = n + i
         degree += n
-        for j in range(degree, k - 1, -1):  # times (1 - q^k), top down: old values
-            coeffs[j] -= coeffs[j - k]
-        for j in range(i, degree + 1):  # divided by (1 - q^i): a running sum with step i
-            coeffs[j] += coeffs[j - i]
-    return coeffs
+        if degree >= k:  # times (1 - q^k): the right side is read before it is written
+            coeffs[k:degree + 1] = coeffs[k:degree + 1] - coeffs[:degree + 1 - k]
+        for residue in range(i):  # divided by (1 - q^i): running sums with step i
+            coeffs[residue:degree + 1:i] = np.cumsum(coeffs[residue:degree + 1:i])
+    return [int(c) for c in coeffs]
 
 
 def _exact_two_sided(u: float, m: int, n: int) -> float:
