@@ -52,6 +52,10 @@ HARDWARE_BUFFER_BYTES = 2 * 1024 * 1024 * 1024
 FALLBACK_BUFFER_BYTES = 512 * 1024 * 1024
 DRAIN_PERIOD_S = 0.02
 IMAGE_SAMPLES = 8_000  # counter-data image capacity; a full image is followed by another
+# Decode into one working image until it is full (True), or into a fresh copy of the blank
+# image on every decode (False, the former way: a copy per period, and every image kept
+# however few samples it got). scripts/gpu/pm_probe.py compares both on the GPU.
+REUSE_IMAGE = True
 FIRST_SAMPLE_WAIT_S = 0.002  # the first sample ended ~0.6 ms after start (clock_check.py)
 _COLLECTOR_INTERNALS = ("_pm_sampling_object", "_chip_name", "_create_counter_data_image")
 
@@ -102,6 +106,11 @@ class PmSampler:
         self.first_sample_offset_ns: int | None = None
         self._lock = threading.Lock()
         self._images: list[tuple[Any, int]] = []
+        self._work: Any = None  # the image being decoded into (REUSE_IMAGE)
+        self._work_count = 0
+        # one entry per decode call: (host ns before, host ns taken, samples in the image
+        # before, after, first and last new sample end, overflow, stop reason, drain thread)
+        self.decode_log: list[tuple[int, int, int, int, int, int, bool, int, bool]] = []
         self._blank: Any = None
         self._cupti: Any = None
         self._overflowed = False
@@ -182,6 +191,9 @@ class PmSampler:
         self._cupti = cupti
         self._start_ns = int(self._clock_ns())
         self._images = []
+        self._work = None
+        self._work_count = 0
+        self.decode_log = []
         self._drain_error = None
         self._overflowed = False
         self._stop_drain = threading.Event()
@@ -217,25 +229,60 @@ class PmSampler:
         """Decode until CUPTI reports the end of the records (a full image: take another)."""
         cupti = self._cupti
         full = int(cupti.PmSamplingDecodeStopReason.COUNTER_DATA_FULL)
+        drainer = threading.current_thread() is self._drainer
         with self._lock:
             self._check_alive()
             while True:
-                image = self._blank.copy()
+                if self._work is None or not REUSE_IMAGE:
+                    self._work = self._blank.copy()
+                    self._work_count = 0
+                image = self._work
+                before = self._work_count
+                began = time.perf_counter_ns()
                 params = cupti.PmSamplingDecodeDataParams()
                 params.struct_size = cupti.PM_SAMPLING_DECODE_DATA_PARAMS_STRUCT_SIZE
                 params.p_pm_sampling_object = self._collector._pm_sampling_object
                 params.p_counter_data_image = image.ctypes.data
                 params.counter_data_image_size = len(image)
                 cupti.pm_sampling_decode_data(params.ptr)
+                taken = time.perf_counter_ns() - began
                 if params.overflow:
                     self._overflowed = True
                 completed = self._completed_samples(image)
-                if completed:
-                    self._images.append((image, completed))
-                if int(params.decode_stop_reason) != full:
+                reason = int(params.decode_stop_reason)
+                first = last = 0
+                if completed > before:
+                    first = self._sample_end(image, before)
+                    last = self._sample_end(image, completed - 1)
+                self.decode_log.append((began, taken, before, completed, first, last,
+                                        bool(params.overflow), reason, drainer))
+                self._work_count = completed
+                if reason == full or not REUSE_IMAGE:
+                    if completed:
+                        self._images.append((image, completed))
+                    self._work = None
+                if reason != full:
                     return
-                if self._stop_drain.is_set() and threading.current_thread() is self._drainer:
+                if self._stop_drain.is_set() and drainer:
                     return  # stop() decodes the rest after sampling has stopped
+
+    def _flush_work(self) -> None:
+        """The working image's samples join the decoded ones (at stop)."""
+        if self._work is not None and self._work_count:
+            self._images.append((self._work, self._work_count))
+        self._work = None
+        self._work_count = 0
+
+    def _sample_end(self, image: Any, index: int) -> int:
+        cupti = self._cupti
+        info = cupti.PmSamplingCounterDataGetSampleInfoParams()
+        info.struct_size = cupti.PM_SAMPLING_COUNTER_DATA_GET_SAMPLE_INFO_PARAMS_STRUCT_SIZE
+        info.p_pm_sampling_object = self._collector._pm_sampling_object
+        info.p_counter_data_image = image.ctypes.data
+        info.counter_data_image_size = len(image)
+        info.sample_index = index
+        cupti.pm_sampling_counter_data_get_sample_info(info.ptr)
+        return int(info.end_timestamp)
 
     def _alive(self) -> bool:
         """Whether the PM sampling object still exists (no one else disabled it)."""
@@ -275,6 +322,7 @@ class PmSampler:
         try:
             if self._drain_error is None:
                 self._decode_available()
+            self._flush_work()
             ends, values = self._evaluate()
         finally:
             self._collector.disable()
