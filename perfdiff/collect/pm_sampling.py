@@ -12,12 +12,17 @@ gpu-notes) and only the accepted ones are sampled. Every metric dropped, and eve
 to start (no permission to profile, chip not supported), becomes a warning in the run file.
 
 Decoding: cupti-python's ``Collector.decode()`` creates a fresh counter-data image and walks
-every sample in Python, which on the H200 could not keep up with the hardware buffer while a
-workload ran. So the drain thread calls the raw ``pm_sampling_decode_data`` binding once per
-period into a copy of a blank image, and timestamps and values are extracted only after the
-workload ends. That uses three private members of ``Collector`` (``_pm_sampling_object``,
-``_chip_name``, ``_create_counter_data_image``), checked at construction: a cupti-python
-without them degrades to "PM sampling unavailable" with a warning, never a crash.
+every sample in Python. Here the raw ``pm_sampling_decode_data`` binding decodes into images
+sized for the whole backlog, and timestamps and values are extracted only after the workload
+ends. Measured on the H100 (scripts/gpu/pm_probe.py): CUPTI's decode costs the host ~20 us
+per sample (an image takes ~11.7 KB per sample), as long as the GPU takes to produce one at
+the 20 us default; a decode whose image fills drops the rest of what it read. Decoding every
+20 ms into 8,000-sample images therefore left 20-160 ms holes (coverage 63-81 %) and kept a
+core busy. Samples now wait in the 2 GiB hardware buffer and are decoded when sampling stops,
+or while the run goes on once the buffer is 40 % full. That uses three private members of
+``Collector`` (``_pm_sampling_object``, ``_chip_name``, ``_create_counter_data_image``),
+checked at construction: a cupti-python without them degrades to "PM sampling unavailable"
+with a warning, never a crash.
 
 Teardown: cupti-python's ``Collector`` frees its PM sampling object in a ``weakref.finalize``,
 and such finalizers run from an ``atexit`` hook at interpreter exit. In a user program that
@@ -47,15 +52,19 @@ from perfdiff.schema.model import MetricSeries
 # the one default (5 us overflowed the hardware buffer on the H200, see below)
 DEFAULT_INTERVAL_NS = DEFAULT_SAMPLE_INTERVAL_NS
 # A sample record takes about 13 KB of the hardware buffer on GH100 (512 MiB overflowed after
-# ~40,000 samples on the H200 test machine), so the buffer is large and drained often.
+# ~40,000 samples on the H200 test machine): 2 GiB hold ~160,000 samples, 3.2 s at 20 us.
 HARDWARE_BUFFER_BYTES = 2 * 1024 * 1024 * 1024
 FALLBACK_BUFFER_BYTES = 512 * 1024 * 1024
-DRAIN_PERIOD_S = 0.02
-IMAGE_SAMPLES = 8_000  # counter-data image capacity; a full image is followed by another
-# Decode into one working image until it is full (True), or into a fresh copy of the blank
-# image on every decode (False, the former way: a copy per period, and every image kept
-# however few samples it got). scripts/gpu/pm_probe.py compares both on the GPU.
-REUSE_IMAGE = True
+SAMPLE_RECORD_BYTES = 13_500
+# Decoding costs the host ~20 us per sample on the H100 (18-37 us, scripts/gpu/pm_probe.py,
+# bench/README.md issue 13): at the 20 us default it cannot keep up with the GPU while a
+# program runs, and a decode whose image fills loses the rest of what it read (holes of
+# 20-160 ms). So samples stay in the hardware buffer and are decoded when sampling stops;
+# while the run goes on, the drain thread decodes only once the buffer is this full.
+DECODE_AT_FILL = 0.4
+DRAIN_PERIOD_S = 0.05  # how often the drain thread checks the backlog
+IMAGE_MARGIN = 1.25  # an image holds the estimated backlog times this, plus IMAGE_MIN_SAMPLES
+IMAGE_MIN_SAMPLES = 2_000
 FIRST_SAMPLE_WAIT_S = 0.002  # the first sample ended ~0.6 ms after start (clock_check.py)
 _COLLECTOR_INTERNALS = ("_pm_sampling_object", "_chip_name", "_create_counter_data_image")
 
@@ -106,12 +115,11 @@ class PmSampler:
         self.first_sample_offset_ns: int | None = None
         self._lock = threading.Lock()
         self._images: list[tuple[Any, int]] = []
-        self._work: Any = None  # the image being decoded into (REUSE_IMAGE)
-        self._work_count = 0
-        # one entry per decode call: (host ns before, host ns taken, samples in the image
-        # before, after, first and last new sample end, overflow, stop reason, drain thread)
+        self._buffer_bytes = HARDWARE_BUFFER_BYTES
+        self._decoded_until = 0  # end of the last decoded sample (trace clock)
+        # one entry per decode call: (host ns before, host ns taken, image capacity, samples
+        # decoded, first and last sample end, overflow, stop reason, from the drain thread)
         self.decode_log: list[tuple[int, int, int, int, int, int, bool, int, bool]] = []
-        self._blank: Any = None
         self._cupti: Any = None
         self._overflowed = False
         self._drain_error: BaseException | None = None
@@ -154,6 +162,7 @@ class PmSampler:
             sampling_interval=self._interval_ns,
             trigger_mode=self._pm.TriggerMode.GPU_TIME_INTERVAL,
         )
+        self._buffer_bytes = buffer_bytes
 
     def _accepted(self, metrics: tuple[str, ...]) -> tuple[str, ...]:
         """All metrics if they configure together, else those that configure alone."""
@@ -191,16 +200,12 @@ class PmSampler:
         self._cupti = cupti
         self._start_ns = int(self._clock_ns())
         self._images = []
-        self._work = None
-        self._work_count = 0
         self.decode_log = []
         self._drain_error = None
         self._overflowed = False
         self._stop_drain = threading.Event()
-        # One empty, initialised counter-data image; each decode works on a copy of it
-        # (OpenXLA's PM sampler does the same: restoring a copy is cheaper than re-init).
-        self._blank = self._collector._create_counter_data_image(IMAGE_SAMPLES)
         self._collector.start()
+        self._decoded_until = int(self._clock_ns())
         # Ours to tear down, in stop(): never from the interpreter's exit hook (module docstring).
         finalizer = getattr(self._collector, "_finalizer", None)
         if finalizer is not None and hasattr(finalizer, "atexit"):
@@ -211,33 +216,42 @@ class PmSampler:
         self._drainer.start()
 
     def _drain_loop(self) -> None:
-        """Decode the hardware buffer every DRAIN_PERIOD_S so that it never overflows.
+        """Decode while the run goes on only when the hardware buffer is filling up.
 
-        Why: a sample record takes about 13 KB of the hardware buffer on GH100, so at a 5 us
-        interval the buffer fills at ~2.6 GB/s of GPU time. Decoding is one C call into a
-        counter-data image per period; timestamps and metric values are only extracted
-        after the workload ends (``stop``), so the drain costs the workload little.
+        Why: decoding costs the host about as much time as the GPU takes to produce the
+        samples at 20 us (module constants); done continuously it took a core from the
+        program and could not keep up anyway. Short runs (< ~1.3 s of sampling at 20 us)
+        are decoded entirely after the workload ends; longer ones once per ~40 % of buffer.
         """
+        threshold = max(1, int(DECODE_AT_FILL * self._buffer_bytes / SAMPLE_RECORD_BYTES))
         while not self._stop_drain.wait(DRAIN_PERIOD_S):
+            if self._backlog() < threshold:
+                continue
             try:
                 self._decode_available()
             except Exception as exc:
                 self._drain_error = exc
                 return
 
+    def _backlog(self) -> int:
+        """Samples not decoded yet, estimated from the trace clock."""
+        return max(0, (int(self._clock_ns()) - self._decoded_until) // self._interval_ns)
+
     def _decode_available(self) -> None:
-        """Decode until CUPTI reports the end of the records (a full image: take another)."""
+        """Decode everything the hardware holds, into images sized to hold all of it.
+
+        Why sized: when a decode fills its image, CUPTI drops the rest of what that call
+        read (seen on the H100: each full 8,000-sample image followed by a 20-160 ms hole),
+        so the image must hold the whole backlog; a full one is followed by another anyway.
+        """
         cupti = self._cupti
         full = int(cupti.PmSamplingDecodeStopReason.COUNTER_DATA_FULL)
         drainer = threading.current_thread() is self._drainer
         with self._lock:
             self._check_alive()
             while True:
-                if self._work is None or not REUSE_IMAGE:
-                    self._work = self._blank.copy()
-                    self._work_count = 0
-                image = self._work
-                before = self._work_count
+                capacity = int(self._backlog() * IMAGE_MARGIN) + IMAGE_MIN_SAMPLES
+                image = self._collector._create_counter_data_image(capacity)
                 began = time.perf_counter_ns()
                 params = cupti.PmSamplingDecodeDataParams()
                 params.struct_size = cupti.PM_SAMPLING_DECODE_DATA_PARAMS_STRUCT_SIZE
@@ -251,27 +265,17 @@ class PmSampler:
                 completed = self._completed_samples(image)
                 reason = int(params.decode_stop_reason)
                 first = last = 0
-                if completed > before:
-                    first = self._sample_end(image, before)
+                if completed:
+                    first = self._sample_end(image, 0)
                     last = self._sample_end(image, completed - 1)
-                self.decode_log.append((began, taken, before, completed, first, last,
+                    self._images.append((image, completed))
+                    self._decoded_until = max(self._decoded_until, last)
+                self.decode_log.append((began, taken, capacity, completed, first, last,
                                         bool(params.overflow), reason, drainer))
-                self._work_count = completed
-                if reason == full or not REUSE_IMAGE:
-                    if completed:
-                        self._images.append((image, completed))
-                    self._work = None
                 if reason != full:
                     return
                 if self._stop_drain.is_set() and drainer:
                     return  # stop() decodes the rest after sampling has stopped
-
-    def _flush_work(self) -> None:
-        """The working image's samples join the decoded ones (at stop)."""
-        if self._work is not None and self._work_count:
-            self._images.append((self._work, self._work_count))
-        self._work = None
-        self._work_count = 0
 
     def _sample_end(self, image: Any, index: int) -> int:
         cupti = self._cupti
@@ -322,7 +326,6 @@ class PmSampler:
         try:
             if self._drain_error is None:
                 self._decode_available()
-            self._flush_work()
             ends, values = self._evaluate()
         finally:
             self._collector.disable()

@@ -14,7 +14,7 @@ PY=${PYTHON:-python3}
 LOG="$OUT/log"
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
-perfdiff() { "$PY" -c "from perfdiff.cli.app import main; main()" "$@"; }
+PD=("$PY" -c "from perfdiff.cli.app import main; main()")
 
 step_env() {
   run nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
@@ -22,14 +22,12 @@ step_env() {
 }
 step_probe() {
   for w in ${PROBE_WORKLOADS:-gpt-infer train-step}; do
-    for reuse in ${PROBE_REUSE:-0 1}; do
-      run timeout 90 "$PY" scripts/gpu/pm_probe.py $w --reuse $reuse ${PROBE_ARGS:-} --json "$R/probe-$w-reuse$reuse.json"
-    done
+    run timeout 90 "$PY" scripts/gpu/pm_probe.py $w ${PROBE_ARGS:-} --json "$R/probe-$w.json"
   done
 }
 step_user() {
   # PM in a user program (issue 13 item 2) and the self-measured overhead of the GPT-2 program
-  run timeout 150 perfdiff collect --cycle-range step --warmup 3 -q -o "$R/gpt2-sdpa.json.gz" -- \
+  run timeout 150 "${PD[@]}" collect --cycle-range step --warmup 3 -q -o "$R/gpt2-sdpa.json.gz" -- \
     "$PY" bench/launch_bound/gpt2_program.py --attn sdpa --steps ${USER_STEPS:-43}
   run "$PY" - "$R/gpt2-sdpa.json.gz" <<'PYEOF'
 import sys
@@ -43,7 +41,7 @@ print("warnings", rf.collection.warnings)
 print(self_overhead_notes(rf, "gpt2-sdpa"))
 print("hold max ms", None if c.hold_ns is None else int(np.asarray(c.hold_ns).max()) / 1e6)
 PYEOF
-  run timeout 150 perfdiff compare "$R/gpt2-sdpa.json.gz" "$R/gpt2-sdpa.json.gz"
+  run timeout 150 "${PD[@]}" compare "$R/gpt2-sdpa.json.gz" "$R/gpt2-sdpa.json.gz"
 }
 step_gpt2() {
   run timeout ${GPT2_TIMEOUT:-170} "$PY" bench/launch_bound/gpt2_generate.py --rounds ${ROUNDS:-6} --steps ${STEPS:-3} --json "$R/gpt2.json"

@@ -6,8 +6,11 @@ drain's settings patched, keeps the sampler's decode log, every activity-buffer 
 (thread, generation, duration), then prints one JSON line: coverage of the measured cycles,
 each stretch without samples (where, how long, the decode calls around it), the holds.
 
-usage: python3 scripts/gpu/pm_probe.py gpt-infer [--reuse 0|1] [--drain-s 0.02]
-       [--image-samples 8000] [--untraced-every 8] [--cycles 60] [--json OUT]
+usage: python3 scripts/gpu/pm_probe.py gpt-infer [--decode-at-fill 0.4]
+       [--untraced-every 8] [--cycles 60] [--json OUT]
+Decode log entries: [ms since the first decode, ms taken, image capacity, samples decoded,
+first and last sample end (ms from the first measured cycle), overflow, stop reason (1: image
+full), from the drain thread].
 """
 
 from __future__ import annotations
@@ -27,9 +30,7 @@ from typing import Any
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("workload")
-    parser.add_argument("--reuse", type=int, default=1)
-    parser.add_argument("--drain-s", type=float, default=None)
-    parser.add_argument("--image-samples", type=int, default=None)
+    parser.add_argument("--decode-at-fill", type=float, default=None)
     parser.add_argument("--untraced-every", type=int, default=8)
     parser.add_argument("--cycles", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5)
@@ -41,11 +42,8 @@ def main() -> int:
     from perfdiff.collect import pm_sampling, raw_intake
     from perfdiff.schema.io import load_run_file
 
-    pm_sampling.REUSE_IMAGE = bool(args.reuse)
-    if args.drain_s is not None:
-        pm_sampling.DRAIN_PERIOD_S = args.drain_s
-    if args.image_samples is not None:
-        pm_sampling.IMAGE_SAMPLES = args.image_samples
+    if args.decode_at_fill is not None:
+        pm_sampling.DECODE_AT_FILL = args.decode_at_fill
     logs: list[Any] = []
     original_stop = pm_sampling.PmSampler.stop
 
@@ -54,7 +52,6 @@ def main() -> int:
             return original_stop(self)
         finally:
             logs.append(list(self.decode_log))
-            logs.append(int(self._blank.nbytes) if self._blank is not None else 0)
 
     pm_sampling.PmSampler.stop = stop  # type: ignore[method-assign]
     handovers: list[dict[str, Any]] = []
@@ -107,8 +104,7 @@ def main() -> int:
     span = (int(starts[measured][0]), int(ends[measured][-1]))
     pm = [m for m in run.metrics if m.source == "pm_sampling"]
     result: dict[str, Any] = {
-        "workload": args.workload, "reuse": args.reuse,
-        "drain_s": pm_sampling.DRAIN_PERIOD_S, "image_samples": pm_sampling.IMAGE_SAMPLES,
+        "workload": args.workload, "decode_at_fill": pm_sampling.DECODE_AT_FILL,
         "untraced_every": args.untraced_every, "warnings": list(rf.collection.warnings),
         "measured_span_ms": (span[1] - span[0]) / 1e6,
     }
@@ -124,7 +120,6 @@ def main() -> int:
         gaps = np.diff(t)
         holes = np.flatnonzero(gaps > 2 * interval)
         decode = logs[0] if logs else []
-        result["image_bytes"] = logs[1] if len(logs) > 1 else None
         result["decodes"] = len(decode)
         if decode:
             took = np.asarray([d[1] for d in decode]) / 1e6
