@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/perfdiff-gpu}
-R="$OUT/r"
+R=${R:-$OUT/r}  # R=$OUT: every file straight into $OUT (a run cut short still returns them)
 mkdir -p "$R"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
@@ -59,4 +59,4 @@ steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(env probe user gpt2 stream overhead)
 for s in "${steps[@]}"; do "step_$s"; done
 say done
-tar czf "$OUT/results.tgz" -C "$OUT" r && rm -rf "$R"
+[ "$R" = "$OUT/r" ] && tar czf "$OUT/results.tgz" -C "$OUT" r && rm -rf "$R"
