@@ -18,9 +18,9 @@ ends. Measured on the H100 (scripts/gpu/pm_probe.py): CUPTI's decode costs the h
 per sample (an image takes ~11.7 KB per sample), as long as the GPU takes to produce one at
 the 20 us default; a decode whose image fills drops the rest of what it read. Decoding every
 20 ms into 8,000-sample images therefore left 20-160 ms holes (coverage 63-81 %) and kept a
-core busy. Samples now wait in the 2 GiB hardware buffer and are decoded when sampling stops,
-or while the run goes on once the buffer is 40 % full. That uses three private members of
-``Collector`` (``_pm_sampling_object``, ``_chip_name``, ``_create_counter_data_image``),
+core busy. Samples now wait in the 2 GiB hardware buffer and are decoded when sampling
+stops, or while the run goes on once the buffer is 80 % full (~2.5 s of samples at 20 us).
+That uses three private members of ``Collector`` (``_pm_sampling_object``, ``_chip_name``, ``_create_counter_data_image``),
 checked at construction: a cupti-python without them degrades to "PM sampling unavailable"
 with a warning, never a crash.
 
@@ -61,7 +61,7 @@ SAMPLE_RECORD_BYTES = 13_500
 # program runs, and a decode whose image fills loses the rest of what it read (holes of
 # 20-160 ms). So samples stay in the hardware buffer and are decoded when sampling stops;
 # while the run goes on, the drain thread decodes only once the buffer is this full.
-DECODE_AT_FILL = 0.4
+DECODE_AT_FILL = 0.8
 DRAIN_PERIOD_S = 0.05  # how often the drain thread checks the backlog
 IMAGE_MARGIN = 1.25  # an image holds the estimated backlog times this, plus IMAGE_MIN_SAMPLES
 IMAGE_MIN_SAMPLES = 2_000
@@ -99,9 +99,11 @@ class PmSampler:
         self.warnings: list[str] = []
         self.metrics = self._accepted(metrics)
         if not self.metrics:
+            # the reasons CUPTI gave go with it: the warning is all a run file keeps
+            reasons = "; ".join(self.warnings)
             raise PmSamplingUnavailable(
                 "PM sampling unavailable: none of the requested metrics could be configured "
-                f"({', '.join(metrics)})"
+                f"({', '.join(metrics)})" + (f": {reasons}" if reasons else "")
             )
         self._collector = self._configured(self.metrics)
         missing = [name for name in _COLLECTOR_INTERNALS if not hasattr(self._collector, name)]
@@ -220,8 +222,11 @@ class PmSampler:
 
         Why: decoding costs the host about as much time as the GPU takes to produce the
         samples at 20 us (module constants); done continuously it took a core from the
-        program and could not keep up anyway. Short runs (< ~1.3 s of sampling at 20 us)
-        are decoded entirely after the workload ends; longer ones once per ~40 % of buffer.
+        program and could not keep up anyway. Runs of < ~2.5 s of sampling at 20 us are
+        decoded entirely after the workload ends. A longer one is decoded while it runs
+        once the buffer is 80 % full; that decode chases the samples still arriving until
+        its image fills, and the rest of what it read is lost (one 82 ms hole per such
+        decode on the H100 with a 40 % threshold: bench/README.md issue 13).
         """
         threshold = max(1, int(DECODE_AT_FILL * self._buffer_bytes / SAMPLE_RECORD_BYTES))
         while not self._stop_drain.wait(DRAIN_PERIOD_S):
@@ -409,11 +414,13 @@ __all__ = [
 def coverage_warning(ends_ns: Any, interval_ns: int, span: tuple[int, int]) -> str | None:
     """A warning when PM samples cover less than 98 % of ``span`` (the measured cycles).
 
-    Why: the hardware keeps sampling only while the drain thread keeps up; when it does not
-    (a busy host, a long decode, a full counter-data image), a stretch of GPU time has no
+    Why: a decode whose counter-data image fills loses the rest of what it read, and a
+    hardware buffer that overflows loses what came after; a stretch of GPU time then has no
     samples and the kernels in it get no Tensor/DRAM value. That must be said in the run
-    file, not found out later. Seen on the H100 (2026-11-22): a 51 ms hole in a 0.7 s
-    gpt-infer run; 29 + 127 ms holes and a missing 40 ms tail with a contending process.
+    file, not found out later. Seen on the H100 while decoding every 20 ms into 8,000-sample
+    images (2026-11-22/25): holes of 20-160 ms, coverage 63-97 %; with decoding at stop
+    (this module) 100 % on gpt-infer and train-step. A long run still loses one stretch per
+    decode made while it runs.
     """
     start, end = span
     ends = np.asarray(ends_ns, dtype=np.int64)
@@ -428,4 +435,5 @@ def coverage_warning(ends_ns: Any, interval_ns: int, span: tuple[int, int]) -> s
     holes = int((gaps > 2 * interval_ns).sum())
     return (f"PM samples cover {100 * covered:.1f} % of the measured cycles ({holes} stretch(es) "
             f"without samples, {(1 - covered) * (end - start) / 1e6:.1f} ms); kernels there have "
-            "no PM values (the host fell behind decoding; a larger --sample-interval-ns helps)")
+            "no PM values (lost while decoding them on the host; a larger --sample-interval-ns "
+            "helps)")
