@@ -21,8 +21,8 @@ the 20 us default; a decode whose image fills drops the rest of what it read. De
 core busy. Samples now wait in the 2 GiB hardware buffer and are decoded when sampling
 stops, or while the run goes on once the buffer is 80 % full (~2.5 s of samples at 20 us).
 That uses three private members of ``Collector`` (``_pm_sampling_object``, ``_chip_name``,
-``_create_counter_data_image``), checked at construction: a cupti-python without them degrades to "PM sampling unavailable"
-with a warning, never a crash.
+``_create_counter_data_image``), checked at construction: a cupti-python without them
+degrades to "PM sampling unavailable" with a warning, never a crash.
 
 Teardown: cupti-python's ``Collector`` frees its PM sampling object in a ``weakref.finalize``,
 and such finalizers run from an ``atexit`` hook at interpreter exit. In a user program that
