@@ -93,9 +93,10 @@ def compare(
     from rich.console import Console
 
     from perfdiff.analysis.entry import compare_inputs_and_sides
+    from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
     from perfdiff.output import write_atomic
-    from perfdiff.report.gate import regressions
+    from perfdiff.report.gate import regression_lines
     from perfdiff.report.json_report import render_json
     from perfdiff.report.markdown import render_markdown
     from perfdiff.report.terminal import render_terminal
@@ -131,7 +132,7 @@ def compare(
         for written in write_figures(figures, figures_dir, inputs=(normal, abnormal)):
             typer.echo(f"perfdiff: wrote {written.png} and {written.svg.name}", err=True)
     if fail_on_regression is not None:
-        found = regressions(comparison, fail_on_regression)
+        found = regression_lines(find_regressions(comparison, fail_on_regression))
         if found:
             typer.echo(f"perfdiff: regression: {found[0]}"
                        + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""), err=True)

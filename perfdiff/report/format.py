@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 import re
 
+from perfdiff.schema.names import base_name as base_name  # where it lived before
+
 NA = "n/a"
 P_FLOOR = 0.001  # p and q below this print as "<0.001"
 

@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from perfdiff.analysis.model import CompareOptions, CycleTimeChange
+from perfdiff.analysis.gate import find_regressions
+from perfdiff.analysis.model import CompareOptions, Comparison, CycleTimeChange
 from perfdiff.report import render_json, render_markdown, render_terminal
 from perfdiff.report.format import PROSE_NAME_WIDTH, display_name, md_cell
-from perfdiff.report.gate import regressions
+from perfdiff.report.gate import regression_lines
 from perfdiff.report.json_report import JSON_FORMAT_VERSION
 from tests.report_factories import comparison, finding, row, side
 
@@ -31,6 +32,11 @@ SECTIONS = [
     "## 5. Environment",
     "## 6. Legend",
 ]
+
+
+def regressions(c: Comparison, threshold_pct: float) -> list[str]:
+    """The gate's lines, as ``compare --fail-on-regression`` prints them."""
+    return regression_lines(find_regressions(c, threshold_pct))
 
 
 def table_rows(text: str, after: str) -> list[str]:
