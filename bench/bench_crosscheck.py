@@ -27,7 +27,7 @@ also carries the medians of the other measures the file has (``span_ms``, ``stre
 
 In-situ mode (``--in-situ WORKLOAD``): why a second method. For host-bound calls (eigh on
 cuSOLVER and MAGMA) the CUDA-event reference is not reproducible across runs: on the H100
-(2026-11-22 07:57, scripts/gpu/results/crosscheck-linalg-*-h100-0757.json) the untraced and
+(2026-11-22 07:57, bench/crosscheck/results/crosscheck-linalg-*-h100-0757.json) the untraced and
 the traced event passes of the same process differed by up to 116 % for one case (MAGMA
 batch [] n=256: 19.1 vs 8.9 ms), so a recording compared with events of another run compares
 two runs, not two measurements. In-situ, this script runs the collection itself, in this
