@@ -13,7 +13,7 @@ then again with perfdiff's CUPTI activity tracing switched on (``event_cupti_ms`
 are thrown away) in the recording's own configuration: kernel, memcpy and memset records and
 no launch API records (``trace_api=False``), as ``perfdiff collect`` records by default (it
 assigns kernels to cycles with boundary marks instead; the H100 numbers of 2026-11-22 05:02
-in bench/crosscheck.md were taken with API records on, which cost the host more per
+in bench/crosscheck/README.md were taken with API records on, which cost the host more per
 launch than the recording did). The second column compares like with like: it checks that
 perfdiff reads the GPU time of a case correctly. The gap between the two columns is what
 tracing itself costs the case, which a short case of several kernels feels most.
