@@ -27,9 +27,8 @@ from typing import Any
 import numpy as np
 
 from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.settings import DEFAULT_UNTRACED_EVERY
 from perfdiff.schema.model import CycleTable
-
-DEFAULT_UNTRACED_EVERY = 8
 
 
 @dataclass

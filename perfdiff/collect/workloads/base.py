@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, get_args, get_origin
 
+from perfdiff.collect.settings import DEFAULT_WARMUP
 from perfdiff.errors import UsageError
 from perfdiff.markers import CycleMarker
 
@@ -44,7 +45,7 @@ class CyclePlan:
     """How many cycles to run *per case*: ``warmup`` first (flagged), then ``measured``."""
 
     measured: int
-    warmup: int = 0
+    warmup: int = DEFAULT_WARMUP
 
     def __post_init__(self) -> None:
         if self.measured < 1:
