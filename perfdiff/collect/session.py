@@ -145,7 +145,8 @@ def run_collection(
     log = CycleLog(clock_ns=trace.clock_ns, on_cycle_end=on_cycle_end,
                    on_cycle_begin=on_cycle_begin,
                    mark=marker.mark if marker is not None else None)
-    untraced = UntracedCycles(settings.untraced_every, trace, log)
+    every = settings.untraced_every if workload.untraced_cycles else 0
+    untraced = UntracedCycles(every, trace, log)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None

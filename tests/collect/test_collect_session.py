@@ -271,3 +271,32 @@ def test_plan_rejects_bad_counts() -> None:
         CyclePlan(measured=0, warmup=0)
     with pytest.raises(WorkloadParamError):
         CyclePlan(measured=1, warmup=-1)
+
+
+class PausableFakeTrace(FakeTrace):
+    """A trace that can be switched off and on (what untraced cycles need)."""
+
+    def pause(self) -> None:
+        pass
+
+    def resume(self) -> None:
+        pass
+
+
+class BenchmarkFakeWorkload(FakeWorkload):
+    untraced_cycles = False
+
+
+@pytest.mark.parametrize("benchmark", [True, False])
+def test_benchmark_workloads_trace_every_cycle(benchmark: bool) -> None:
+    """rmsnorm/linalg tables and their in-situ cross-check need every cycle of every case
+    traced and marked (a GPU test caught untraced cycles there: 202 cycles, fewer marks)."""
+    trace = PausableFakeTrace(FakeClock())
+    cls = BenchmarkFakeWorkload if benchmark else FakeWorkload
+    workload = cls(FakeParams(kernels_per_cycle=1), trace)
+    sources = Sources(trace=trace, samplers=[], warnings=[])
+    outcome = run_collection(workload, CyclePlan(measured=16, warmup=0), sources, ENV,
+                             CollectSettings(untraced_every=8))
+    traced = outcome.run_file.runs[0].cycles.traced  # None: the column is left out
+    untraced = 0 if traced is None else int((~np.asarray(traced, dtype=bool)).sum())
+    assert untraced == (0 if benchmark else 2)

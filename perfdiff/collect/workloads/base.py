@@ -149,6 +149,10 @@ class Workload(ABC):
     # collector then drains the trace's buffers between cycles (session.py), so that their
     # conversion never lands inside a cycle.
     idle_between_cycles: ClassVar[bool] = False
+    # False for the benchmark workloads (rmsnorm, linalg): their per-case tables and the
+    # in-situ cross-check need every measured cycle of every case traced and marked, so none
+    # is left untraced to measure the collector's overhead (overhead.py).
+    untraced_cycles: ClassVar[bool] = True
 
     def __init__(self, params: WorkloadParams) -> None:
         if not isinstance(params, self.params_class):
