@@ -13,7 +13,7 @@ then again with perfdiff's CUPTI activity tracing switched on (``event_cupti_ms`
 are thrown away) in the recording's own configuration: kernel, memcpy and memset records and
 no launch API records (``trace_api=False``), as ``perfdiff collect`` records by default (it
 assigns kernels to cycles with boundary marks instead; the H100 numbers of 2026-11-22 05:02
-in bench/crosscheck.md were taken with API records on, which cost the host more per
+in bench/crosscheck/README.md were taken with API records on, which cost the host more per
 launch than the recording did). The second column compares like with like: it checks that
 perfdiff reads the GPU time of a case correctly. The gap between the two columns is what
 tracing itself costs the case, which a short case of several kernels feels most.
@@ -27,7 +27,7 @@ also carries the medians of the other measures the file has (``span_ms``, ``stre
 
 In-situ mode (``--in-situ WORKLOAD``): why a second method. For host-bound calls (eigh on
 cuSOLVER and MAGMA) the CUDA-event reference is not reproducible across runs: on the H100
-(2026-11-22 07:57, scripts/gpu/results/crosscheck-linalg-*-h100-0757.json) the untraced and
+(2026-11-22 07:57, bench/crosscheck/results/crosscheck-linalg-*-h100-0757.json) the untraced and
 the traced event passes of the same process differed by up to 116 % for one case (MAGMA
 batch [] n=256: 19.1 vs 8.9 ms), so a recording compared with events of another run compares
 two runs, not two measurements. In-situ, this script runs the collection itself, in this

@@ -5,7 +5,7 @@ Why: a host-bound call's time, and the in-situ reference's own floor, depend on 
 the host *process*: on the lent H100 (a 16-vCPU virtual machine) the host cost of a CUDA call
 after a host-bound return ranged from 14 to 106 us between processes of one configuration, and
 the in-situ residual (perfdiff's ``call`` minus the events) from +0.5 to +9.8 us with it
-(bench/crosscheck.md, "Where the end event lands"). One process samples one host state;
+(bench/crosscheck/README.md, "Where the end event lands"). One process samples one host state;
 a case's time is better estimated from several. Pooling changes no pairing: every per-cycle
 difference is still one call measured both ways in one process; only the median is taken
 over the cycles of all passes. Each pass's own figures are printed beside the pooled ones.

@@ -10,7 +10,7 @@
 # `--measure stream` (lead end to the last GPU end; from the same event times, no GPU), then
 # checks that the new fixtures hold their marks' GPU times, and runs the GPU test of the
 # marks and of the CUPTI clock warning (tests/gpu/test_marks_clock_gpu.py). It "FAILS"
-# (rc 1) while any case over 20 us is off by more than 5 % (bench/crosscheck.md,
+# (rc 1) while any case over 20 us is off by more than 5 % (bench/crosscheck/README.md,
 # "Cross-check with CUDA events"); every part runs whatever an earlier one returned.
 # Everything lands under $OUT (fixtures as one tar).
 #

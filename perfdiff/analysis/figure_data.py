@@ -8,8 +8,8 @@ two loaded inputs (cycle table, run file).
 
 - :func:`forest_rows`: the "What changed" rows: the report's key findings first, in its order,
   with the same intervals, then the other functions by |change of time per cycle|.
-- :func:`cycle_trace`: a side's cycle times in run order, with warm-up, collector stalls and
-  cycles without PM samples marked.
+- :func:`cycle_trace`: a side's cycle times in run order, with warm-up, collector stalls,
+  cycles left untraced (the collector's overhead probe) and cycles without PM samples marked.
 - :func:`metric_spreads`: per-cycle μ of each key finding's metric moves, both sides.
 """
 
@@ -26,6 +26,7 @@ from perfdiff.analysis import columns as C
 from perfdiff.analysis.findings import CHANGE, is_device_state
 from perfdiff.analysis.model import Comparison, Verdict
 from perfdiff.analysis.processes import align_pids
+from perfdiff.analysis.self_overhead import HOLD_WARN_NS
 from perfdiff.analysis.sides import Side
 from perfdiff.schema.model import CycleTable, MetricSeries, Run, RunFile
 
@@ -109,15 +110,25 @@ def changed(verdict: Verdict) -> bool:
 
 @dataclass(frozen=True)
 class CycleTrace:
-    """One side's cycles in run order (warm-up included when the input has it)."""
+    """One side's cycles in run order (warm-up included when the input has it).
+
+    ``warmup`` marks true warm-up only; cycles the collector left untraced to measure its own
+    overhead are flagged warm-up in the run file too (no statistic sees them) but sit among
+    the measured ones, so they are marked ``untraced`` instead, and drawn as such.
+    ``stalled_by`` says where ``stalled`` came from, for the legend: ``"hold"`` (the run
+    file's per-cycle ``hold_ns``, schema 1.3) or ``"warning"`` (the buffer hand-over warning
+    of older files).
+    """
 
     label: str
     segment: tuple[str, ...]  # one label per cycle: its run ("run 0", "rank 1"), in order
     cycle_ms: tuple[float, ...]
     warmup: tuple[bool, ...]
-    stalled: tuple[bool, ...]  # the collector held the interpreter during it (buffer hand-over)
+    stalled: tuple[bool, ...]  # the collector held the interpreter > 1 ms during it
     missing_pm: tuple[bool, ...]  # a stretch without PM samples overlaps it
     pm_recorded: bool  # the input has PM-sampled metrics at all
+    untraced: tuple[bool, ...] = ()  # left untraced (overhead probe); empty: none
+    stalled_by: str = "warning"
 
 
 _HANDOVER = re.compile(r"CUPTI handed over an activity buffer during \d+ measured cycle\(s\) "
@@ -127,8 +138,9 @@ _HANDOVER = re.compile(r"CUPTI handed over an activity buffer during \d+ measure
 def stalled_cycle_indices(warnings: tuple[str, ...]) -> set[int]:
     """Cycle indices named by the collector's buffer hand-over warning (collect/handovers.py).
 
-    Why from the warning: it is what the run file records of a hand-over today; it names the
-    first five cycles only, so later ones go unmarked (the warning says "...").
+    Why from the warning: it is all that files without per-cycle ``hold_ns`` (before schema
+    1.3) record of a hand-over; it names the first five cycles only, so later ones go
+    unmarked (the warning says "...").
     """
     out: set[int] = set()
     for warning in warnings:
@@ -171,14 +183,42 @@ def _segment_name(run: Run) -> str:
     return f"rank {run.rank}" if run.rank is not None else f"run {run.index}"
 
 
+def held_cycles(cycles: CycleTable) -> np.ndarray | None:
+    """Per cycle: did the collector hold the interpreter inside it for more than 1 ms?
+
+    The threshold is the report's (:data:`~perfdiff.analysis.self_overhead.HOLD_WARN_NS`), so
+    the figure marks exactly the cycles the report's note counts: measured ones only. None
+    when the run file has no ``hold_ns`` (before schema 1.3).
+    """
+    if cycles.hold_ns is None:
+        return None
+    measured = ~np.asarray(cycles.warmup, dtype=bool)
+    held: np.ndarray = (np.asarray(cycles.hold_ns) > HOLD_WARN_NS) & measured
+    return held
+
+
+def untraced_cycles(cycles: CycleTable) -> np.ndarray:
+    """Per cycle: left untraced by the collector to measure its own overhead."""
+    if cycles.traced is None:
+        return np.zeros(len(cycles.index), dtype=bool)
+    untraced: np.ndarray = np.asarray(cycles.traced) == 0
+    return untraced
+
+
 def trace_of_run_file(run_file: RunFile, label: str) -> CycleTrace:
-    """Every cycle of every run, in file order, with its warm-up flag and marks."""
-    stalled_ids = stalled_cycle_indices(run_file.collection.warnings)
+    """Every cycle of every run, in file order, with its warm-up flag and marks.
+
+    Stalls come from per-cycle ``hold_ns`` when every run has it, else from the hand-over
+    warning (older files), which names cycle indices and so only marks single-run files.
+    """
+    by_hold = bool(run_file.runs) and all(r.cycles.hold_ns is not None for r in run_file.runs)
+    stalled_ids = set() if by_hold else stalled_cycle_indices(run_file.collection.warnings)
     single = len(run_file.runs) == 1  # the warning names cycle indices, not runs
     segment: list[str] = []
     cycle_ms: list[float] = []
     warmup: list[bool] = []
     stalled: list[bool] = []
+    untraced: list[bool] = []
     missing_pm: list[bool] = []
     pm_recorded = False
     for run in run_file.runs:
@@ -193,12 +233,19 @@ def trace_of_run_file(run_file: RunFile, label: str) -> CycleTrace:
             missing |= pm_missing(cyc, device_series)
         segment += [_segment_name(run)] * len(cyc.index)
         cycle_ms += [float(v) for v in (cyc.end_ns - cyc.start_ns) / 1e6]
-        warmup += [bool(v) for v in cyc.warmup]
-        stalled += [single and int(i) in stalled_ids and not bool(w)
-                    for i, w in zip(cyc.index, cyc.warmup, strict=True)]
+        probe = untraced_cycles(cyc)
+        warmup += [bool(w) and not bool(u) for w, u in zip(cyc.warmup, probe, strict=True)]
+        untraced += [bool(u) for u in probe]
+        held = held_cycles(cyc)
+        if by_hold and held is not None:
+            stalled += [bool(v) for v in held]
+        else:
+            stalled += [single and int(i) in stalled_ids and not bool(w)
+                        for i, w in zip(cyc.index, cyc.warmup, strict=True)]
         missing_pm += [bool(v) for v in missing]
     return CycleTrace(label, tuple(segment), tuple(cycle_ms), tuple(warmup), tuple(stalled),
-                      tuple(missing_pm), pm_recorded)
+                      tuple(missing_pm), pm_recorded, tuple(untraced),
+                      "hold" if by_hold else "warning")
 
 
 def trace_of_table(table: pd.DataFrame, label: str) -> CycleTrace:

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from perfdiff.cli.app import app
-from perfdiff.collect.settings import DEFAULT_NVML_INTERVAL_MS, DEFAULT_SAMPLE_INTERVAL_NS
+from perfdiff.collect.settings import (
+    DEFAULT_CYCLES,
+    DEFAULT_NVML_INTERVAL_MS,
+    DEFAULT_SAMPLE_INTERVAL_NS,
+    DEFAULT_UNTRACED_EVERY,
+    DEFAULT_WARMUP,
+)
 from perfdiff.errors import ExitCode, WorkloadError
 
 if TYPE_CHECKING:  # numpy behind it: imported by the collect code when it runs, not at start-up
@@ -165,9 +171,9 @@ def collect(
     workload: Annotated[str, typer.Argument(help=_WORKLOAD_HELP)] = "",
     *,
     output: Annotated[Path, _OutputOpt] = Path("run.json.gz"),
-    cycles: Annotated[int, typer.Option(help="Measured cycles (per case).")] = 30,
+    cycles: Annotated[int, typer.Option(help="Measured cycles (per case).")] = DEFAULT_CYCLES,
     warmup: Annotated[int, typer.Option(help="Warm-up cycles first (flagged, not analysed).")]
-    = 5,
+    = DEFAULT_WARMUP,
     param: Annotated[list[str] | None, _ParamOpt] = None,
     metric: Annotated[list[str] | None, _MetricOpt] = None,
     only_metrics: Annotated[bool, _OnlyOpt] = False,
@@ -190,7 +196,7 @@ def collect(
     cycle_ms: Annotated[float | None, _CycleMsOpt] = None,
     runs: Annotated[int, _RunsOpt] = 1,
     cycle_function: Annotated[str | None, _FunctionOpt] = None,
-    untraced_every: Annotated[int, _UntracedOpt] = 8,
+    untraced_every: Annotated[int, _UntracedOpt] = DEFAULT_UNTRACED_EVERY,
 ) -> None:
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
     from perfdiff.cli.saving import save_recording

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import typer
 
+from perfdiff.collect.settings import DEFAULT_UNTRACED_EVERY
 from perfdiff.collect.workloads.base import WorkloadParamError
 from perfdiff.errors import CollectorUnavailableError
 from perfdiff.schema.model import RunFile
@@ -42,7 +43,7 @@ def collect_program(
     trace_memory: bool,
     contend: float = 0.0,
     contend_device: int = 0,
-    untraced_every: int = 8,
+    untraced_every: int = DEFAULT_UNTRACED_EVERY,
 ) -> None:
     """Run and record CMD; exit with its exit code (0 when every run succeeded).
 

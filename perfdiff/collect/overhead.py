@@ -16,6 +16,8 @@ full, with its launch cycle; kernels launched while tracing is off are not recor
 (they would belong to the untraced cycle, which has none by design); launches after the
 switch-on are recorded as usual. The PM and NVML samplers keep running (their cost is part of
 what the traced cycles pay, and what the untraced ones do not pay is only the activity).
+The benchmark workloads (``Workload.untraced_cycles = False``: rmsnorm, linalg) trace every
+cycle: each is a sample of a case, and the in-situ cross-check pairs every one with events.
 """
 
 from __future__ import annotations
@@ -27,9 +29,8 @@ from typing import Any
 import numpy as np
 
 from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.settings import DEFAULT_UNTRACED_EVERY
 from perfdiff.schema.model import CycleTable
-
-DEFAULT_UNTRACED_EVERY = 8
 
 
 @dataclass

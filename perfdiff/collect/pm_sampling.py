@@ -12,12 +12,17 @@ gpu-notes) and only the accepted ones are sampled. Every metric dropped, and eve
 to start (no permission to profile, chip not supported), becomes a warning in the run file.
 
 Decoding: cupti-python's ``Collector.decode()`` creates a fresh counter-data image and walks
-every sample in Python, which on the H200 could not keep up with the hardware buffer while a
-workload ran. So the drain thread calls the raw ``pm_sampling_decode_data`` binding once per
-period into a copy of a blank image, and timestamps and values are extracted only after the
-workload ends. That uses three private members of ``Collector`` (``_pm_sampling_object``,
-``_chip_name``, ``_create_counter_data_image``), checked at construction: a cupti-python
-without them degrades to "PM sampling unavailable" with a warning, never a crash.
+every sample in Python. Here the raw ``pm_sampling_decode_data`` binding decodes into images
+sized for the whole backlog, and timestamps and values are extracted only after the workload
+ends. Measured on the H100 (scripts/gpu/pm_probe.py): CUPTI's decode costs the host ~20 us
+per sample (an image takes ~11.7 KB per sample), as long as the GPU takes to produce one at
+the 20 us default; a decode whose image fills drops the rest of what it read. Decoding every
+20 ms into 8,000-sample images therefore left 20-160 ms holes (coverage 63-81 %) and kept a
+core busy. Samples now wait in the 2 GiB hardware buffer and are decoded when sampling
+stops, or while the run goes on once the buffer is 80 % full (~2.5 s of samples at 20 us).
+That uses three private members of ``Collector`` (``_pm_sampling_object``, ``_chip_name``,
+``_create_counter_data_image``), checked at construction: a cupti-python without them
+degrades to "PM sampling unavailable" with a warning, never a crash.
 
 Teardown: cupti-python's ``Collector`` frees its PM sampling object in a ``weakref.finalize``,
 and such finalizers run from an ``atexit`` hook at interpreter exit. In a user program that
@@ -47,11 +52,19 @@ from perfdiff.schema.model import MetricSeries
 # the one default (5 us overflowed the hardware buffer on the H200, see below)
 DEFAULT_INTERVAL_NS = DEFAULT_SAMPLE_INTERVAL_NS
 # A sample record takes about 13 KB of the hardware buffer on GH100 (512 MiB overflowed after
-# ~40,000 samples on the H200 test machine), so the buffer is large and drained often.
+# ~40,000 samples on the H200 test machine): 2 GiB hold ~160,000 samples, 3.2 s at 20 us.
 HARDWARE_BUFFER_BYTES = 2 * 1024 * 1024 * 1024
 FALLBACK_BUFFER_BYTES = 512 * 1024 * 1024
-DRAIN_PERIOD_S = 0.02
-IMAGE_SAMPLES = 8_000  # counter-data image capacity; a full image is followed by another
+SAMPLE_RECORD_BYTES = 13_500
+# Decoding costs the host ~20 us per sample on the H100 (18-37 us, scripts/gpu/pm_probe.py,
+# bench/README.md issue 13): at the 20 us default it cannot keep up with the GPU while a
+# program runs, and a decode whose image fills loses the rest of what it read (holes of
+# 20-160 ms). So samples stay in the hardware buffer and are decoded when sampling stops;
+# while the run goes on, the drain thread decodes only once the buffer is this full.
+DECODE_AT_FILL = 0.8
+DRAIN_PERIOD_S = 0.05  # how often the drain thread checks the backlog
+IMAGE_MARGIN = 1.25  # an image holds the estimated backlog times this, plus IMAGE_MIN_SAMPLES
+IMAGE_MIN_SAMPLES = 2_000
 FIRST_SAMPLE_WAIT_S = 0.002  # the first sample ended ~0.6 ms after start (clock_check.py)
 _COLLECTOR_INTERNALS = ("_pm_sampling_object", "_chip_name", "_create_counter_data_image")
 
@@ -86,9 +99,11 @@ class PmSampler:
         self.warnings: list[str] = []
         self.metrics = self._accepted(metrics)
         if not self.metrics:
+            # the reasons CUPTI gave go with it: the warning is all a run file keeps
+            reasons = "; ".join(self.warnings)
             raise PmSamplingUnavailable(
                 "PM sampling unavailable: none of the requested metrics could be configured "
-                f"({', '.join(metrics)})"
+                f"({', '.join(metrics)})" + (f": {reasons}" if reasons else "")
             )
         self._collector = self._configured(self.metrics)
         missing = [name for name in _COLLECTOR_INTERNALS if not hasattr(self._collector, name)]
@@ -102,7 +117,11 @@ class PmSampler:
         self.first_sample_offset_ns: int | None = None
         self._lock = threading.Lock()
         self._images: list[tuple[Any, int]] = []
-        self._blank: Any = None
+        self._buffer_bytes = HARDWARE_BUFFER_BYTES
+        self._decoded_until = 0  # end of the last decoded sample (trace clock)
+        # one entry per decode call: (host ns before, host ns taken, image capacity, samples
+        # decoded, first and last sample end, overflow, stop reason, from the drain thread)
+        self.decode_log: list[tuple[int, int, int, int, int, int, bool, int, bool]] = []
         self._cupti: Any = None
         self._overflowed = False
         self._drain_error: BaseException | None = None
@@ -145,6 +164,7 @@ class PmSampler:
             sampling_interval=self._interval_ns,
             trigger_mode=self._pm.TriggerMode.GPU_TIME_INTERVAL,
         )
+        self._buffer_bytes = buffer_bytes
 
     def _accepted(self, metrics: tuple[str, ...]) -> tuple[str, ...]:
         """All metrics if they configure together, else those that configure alone."""
@@ -182,13 +202,12 @@ class PmSampler:
         self._cupti = cupti
         self._start_ns = int(self._clock_ns())
         self._images = []
+        self.decode_log = []
         self._drain_error = None
         self._overflowed = False
         self._stop_drain = threading.Event()
-        # One empty, initialised counter-data image; each decode works on a copy of it
-        # (OpenXLA's PM sampler does the same: restoring a copy is cheaper than re-init).
-        self._blank = self._collector._create_counter_data_image(IMAGE_SAMPLES)
         self._collector.start()
+        self._decoded_until = int(self._clock_ns())
         # Ours to tear down, in stop(): never from the interpreter's exit hook (module docstring).
         finalizer = getattr(self._collector, "_finalizer", None)
         if finalizer is not None and hasattr(finalizer, "atexit"):
@@ -199,43 +218,80 @@ class PmSampler:
         self._drainer.start()
 
     def _drain_loop(self) -> None:
-        """Decode the hardware buffer every DRAIN_PERIOD_S so that it never overflows.
+        """Decode while the run goes on only when the hardware buffer is filling up.
 
-        Why: a sample record takes about 13 KB of the hardware buffer on GH100, so at a 5 us
-        interval the buffer fills at ~2.6 GB/s of GPU time. Decoding is one C call into a
-        counter-data image per period; timestamps and metric values are only extracted
-        after the workload ends (``stop``), so the drain costs the workload little.
+        Why: decoding costs the host about as much time as the GPU takes to produce the
+        samples at 20 us (module constants); done continuously it took a core from the
+        program and could not keep up anyway. Runs of < ~2.5 s of sampling at 20 us are
+        decoded entirely after the workload ends. A longer one is decoded while it runs
+        once the buffer is 80 % full; that decode chases the samples still arriving until
+        its image fills, and the rest of what it read is lost (one 82 ms hole per such
+        decode on the H100 with a 40 % threshold: bench/README.md issue 13).
         """
+        threshold = max(1, int(DECODE_AT_FILL * self._buffer_bytes / SAMPLE_RECORD_BYTES))
         while not self._stop_drain.wait(DRAIN_PERIOD_S):
+            if self._backlog() < threshold:
+                continue
             try:
                 self._decode_available()
             except Exception as exc:
                 self._drain_error = exc
                 return
 
+    def _backlog(self) -> int:
+        """Samples not decoded yet, estimated from the trace clock."""
+        return max(0, (int(self._clock_ns()) - self._decoded_until) // self._interval_ns)
+
     def _decode_available(self) -> None:
-        """Decode until CUPTI reports the end of the records (a full image: take another)."""
+        """Decode everything the hardware holds, into images sized to hold all of it.
+
+        Why sized: when a decode fills its image, CUPTI drops the rest of what that call
+        read (seen on the H100: each full 8,000-sample image followed by a 20-160 ms hole),
+        so the image must hold the whole backlog; a full one is followed by another anyway.
+        """
         cupti = self._cupti
         full = int(cupti.PmSamplingDecodeStopReason.COUNTER_DATA_FULL)
+        drainer = threading.current_thread() is self._drainer
         with self._lock:
             self._check_alive()
             while True:
-                image = self._blank.copy()
+                capacity = int(self._backlog() * IMAGE_MARGIN) + IMAGE_MIN_SAMPLES
+                image = self._collector._create_counter_data_image(capacity)
+                began = time.perf_counter_ns()
                 params = cupti.PmSamplingDecodeDataParams()
                 params.struct_size = cupti.PM_SAMPLING_DECODE_DATA_PARAMS_STRUCT_SIZE
                 params.p_pm_sampling_object = self._collector._pm_sampling_object
                 params.p_counter_data_image = image.ctypes.data
                 params.counter_data_image_size = len(image)
                 cupti.pm_sampling_decode_data(params.ptr)
+                taken = time.perf_counter_ns() - began
                 if params.overflow:
                     self._overflowed = True
                 completed = self._completed_samples(image)
+                reason = int(params.decode_stop_reason)
+                first = last = 0
                 if completed:
+                    first = self._sample_end(image, 0)
+                    last = self._sample_end(image, completed - 1)
                     self._images.append((image, completed))
-                if int(params.decode_stop_reason) != full:
+                    self._decoded_until = max(self._decoded_until, last)
+                self.decode_log.append((began, taken, capacity, completed, first, last,
+                                        bool(params.overflow), reason, drainer))
+                if reason != full:
                     return
-                if self._stop_drain.is_set() and threading.current_thread() is self._drainer:
+                if self._stop_drain.is_set() and drainer:
                     return  # stop() decodes the rest after sampling has stopped
+
+    def _sample_end(self, image: Any, index: int) -> int:
+        cupti = self._cupti
+        info = cupti.PmSamplingCounterDataGetSampleInfoParams()
+        info.struct_size = cupti.PM_SAMPLING_COUNTER_DATA_GET_SAMPLE_INFO_PARAMS_STRUCT_SIZE
+        info.p_pm_sampling_object = self._collector._pm_sampling_object
+        info.p_counter_data_image = image.ctypes.data
+        info.counter_data_image_size = len(image)
+        info.sample_index = index
+        cupti.pm_sampling_counter_data_get_sample_info(info.ptr)
+        return int(info.end_timestamp)
 
     def _alive(self) -> bool:
         """Whether the PM sampling object still exists (no one else disabled it)."""
@@ -358,11 +414,13 @@ __all__ = [
 def coverage_warning(ends_ns: Any, interval_ns: int, span: tuple[int, int]) -> str | None:
     """A warning when PM samples cover less than 98 % of ``span`` (the measured cycles).
 
-    Why: the hardware keeps sampling only while the drain thread keeps up; when it does not
-    (a busy host, a long decode, a full counter-data image), a stretch of GPU time has no
+    Why: a decode whose counter-data image fills loses the rest of what it read, and a
+    hardware buffer that overflows loses what came after; a stretch of GPU time then has no
     samples and the kernels in it get no Tensor/DRAM value. That must be said in the run
-    file, not found out later. Seen on the H100 (2026-11-22): a 51 ms hole in a 0.7 s
-    gpt-infer run; 29 + 127 ms holes and a missing 40 ms tail with a contending process.
+    file, not found out later. Seen on the H100 while decoding every 20 ms into 8,000-sample
+    images (2026-11-22/25): holes of 20-160 ms, coverage 63-97 %; with decoding at stop
+    (this module) 100 % on gpt-infer and train-step. A long run still loses one stretch per
+    decode made while it runs.
     """
     start, end = span
     ends = np.asarray(ends_ns, dtype=np.int64)
@@ -377,4 +435,5 @@ def coverage_warning(ends_ns: Any, interval_ns: int, span: tuple[int, int]) -> s
     holes = int((gaps > 2 * interval_ns).sum())
     return (f"PM samples cover {100 * covered:.1f} % of the measured cycles ({holes} stretch(es) "
             f"without samples, {(1 - covered) * (end - start) / 1e6:.1f} ms); kernels there have "
-            "no PM values (the host fell behind decoding; a larger --sample-interval-ns helps)")
+            "no PM values (lost while decoding them on the host; a larger --sample-interval-ns "
+            "helps)")

@@ -5,7 +5,7 @@ every record into a Python object before our code sees it, on CUPTI's thread, ho
 interpreter: a full 32 MiB buffer held it for ~0.5-1 s inside a launch-bound program's step
 (H100, 2026-11-24). Here the callbacks are our own ctypes functions registered with
 ``cuptiActivityRegisterCallbacks`` in the libcupti that cupti-python loaded: CUPTI gets
-buffers we own (numpy arrays, 8 MiB), and a completed one is decoded by ``decode.py`` into
+buffers we own (numpy arrays, 256 KiB), and a completed one is decoded by ``decode.py`` into
 compact columns (a few numpy copies per run of same-kind records, no per-record Python), then
 reused. Each hand-over is stamped (start, start + hold, records) on the trace clock, where
 the hold is the CPU time CUPTI's thread spent in our callback (``time.thread_time_ns``): the
@@ -37,7 +37,11 @@ from perfdiff.collect.decode import (
     decode_buffer,
 )
 
-BUFFER_BYTES = 2 * 1024 * 1024  # ~8,500 kernel records: one hand-over holds ~1 ms (H100)
+# 256 KiB: ~1,000 kernel records. A buffer of kernels alone decodes in ~0.1 ms per 1,000
+# records, but kernels interleaved with memsets/memcpys (train-step: ~1,500 memsets per
+# 2 MiB) cost ~9 us per same-kind run: a 2 MiB buffer held the interpreter 14-26 ms there
+# (H100, scripts/gpu/pm_probe.py); 256 KiB keeps a hand-over near 3 ms at worst.
+BUFFER_BYTES = 256 * 1024
 _REQUEST = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p),
                             ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t))
 _COMPLETE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,

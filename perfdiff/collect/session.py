@@ -27,6 +27,7 @@ from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.collect.settings import (
     DEFAULT_NVML_INTERVAL_MS,
     DEFAULT_SAMPLE_INTERVAL_NS,
+    DEFAULT_UNTRACED_EVERY,
     check_settings,
 )
 from perfdiff.collect.workloads.base import CyclePlan, Workload
@@ -62,7 +63,7 @@ class CollectSettings:
     # stream): left out of the run file, with a warning saying how many
     exclude_streams: tuple[int, ...] = ()
     # one measured cycle in N runs untraced, to measure the collector's overhead (overhead.py)
-    untraced_every: int = 8
+    untraced_every: int = DEFAULT_UNTRACED_EVERY
 
     def __post_init__(self) -> None:
         check_settings(sample_interval_ns=self.sample_interval_ns,
@@ -144,7 +145,8 @@ def run_collection(
     log = CycleLog(clock_ns=trace.clock_ns, on_cycle_end=on_cycle_end,
                    on_cycle_begin=on_cycle_begin,
                    mark=marker.mark if marker is not None else None)
-    untraced = UntracedCycles(settings.untraced_every, trace, log)
+    every = settings.untraced_every if workload.untraced_cycles else 0
+    untraced = UntracedCycles(every, trace, log)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None

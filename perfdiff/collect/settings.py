@@ -22,6 +22,11 @@ DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
 # 5 us overflowed the PM sampler's hardware buffer on the H200 (perfdiff.collect.pm_sampling)
 DEFAULT_SAMPLE_INTERVAL_NS = 20_000
 DEFAULT_NVML_INTERVAL_MS = 10.0
+DEFAULT_CYCLES = 30  # measured cycles per case of a built-in workload
+# warm-up cycles first (flagged, not analysed): the CLI, CyclePlan and InjectConfig all had
+# their own (5 on the command line, 0 in code), so a plan built in code measured differently
+DEFAULT_WARMUP = 5
+DEFAULT_UNTRACED_EVERY = 8  # one measured cycle in N left untraced (collect/overhead.py)
 BACKENDS = ("cupti", "fake")
 
 
@@ -36,9 +41,9 @@ def _option(name: str) -> str:
 
 
 def check_settings(*, sample_interval_ns: int, nvml_interval_ms: float,
-                   metrics: Iterable[str], device_index: int = 0, warmup: int = 0,
-                   cycle_ms: float | None = None, backend: str = "cupti",
-                   untraced_every: int = 8) -> None:
+                   metrics: Iterable[str], device_index: int = 0,
+                   warmup: int = DEFAULT_WARMUP, cycle_ms: float | None = None,
+                   backend: str = "cupti", untraced_every: int = DEFAULT_UNTRACED_EVERY) -> None:
     """Raise :class:`SettingsError` naming the first setting whose value cannot be used."""
     if isinstance(sample_interval_ns, bool) or not isinstance(sample_interval_ns, int) or (
             sample_interval_ns <= 0):
@@ -65,5 +70,6 @@ def check_settings(*, sample_interval_ns: int, nvml_interval_ms: float,
                             f"{', '.join(BACKENDS)})")
 
 
-__all__ = ["DEFAULT_METRICS", "DEFAULT_NVML_INTERVAL_MS", "DEFAULT_SAMPLE_INTERVAL_NS",
+__all__ = ["DEFAULT_CYCLES", "DEFAULT_METRICS", "DEFAULT_NVML_INTERVAL_MS",
+           "DEFAULT_SAMPLE_INTERVAL_NS", "DEFAULT_UNTRACED_EVERY", "DEFAULT_WARMUP",
            "DRAM_METRIC", "TENSOR_METRIC", "SettingsError", "check_settings"]

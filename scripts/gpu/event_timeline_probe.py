@@ -1,6 +1,6 @@
 """Where a CUDA event recorded at a host-bound call's return lands on CUPTI's timeline (GPU only).
 
-Why: the in-situ cross-check (bench/crosscheck.md, "In-situ results on the H100") found
+Why: the in-situ cross-check (bench/crosscheck/README.md, "In-situ results on the H100") found
 that the order of {end event record, return stamp} at a host-bound call's return moved the
 events' time against perfdiff's by 20-130 us, more than the 11 us an event record costs the
 host. CUPTI can report each event record's *device* timestamp on its own timeline

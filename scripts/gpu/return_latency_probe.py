@@ -1,6 +1,6 @@
 """Host cost of what runs at a timed call's return, under CUPTI activity tracing (GPU only).
 
-Why: the in-situ cross-check (bench/crosscheck.md, "In-situ results on the H100") found
+Why: the in-situ cross-check (bench/crosscheck/README.md, "In-situ results on the H100") found
 that whichever of {end event record, return stamp, end mark} comes first at a host-bound
 call's return decides the others' times by 20-130 us. This measures each step's host time
 right after a ``torch.cuda.synchronize()`` (the state a host-bound call returns in), median of

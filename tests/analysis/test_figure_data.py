@@ -22,8 +22,10 @@ from perfdiff.analysis.figure_data import (
     trace_of_run_file,
 )
 from perfdiff.analysis.model import CompareOptions
+from perfdiff.analysis.self_overhead import HOLD_WARN_NS, self_overhead_notes
 from perfdiff.collect.handovers import handover_warning
-from perfdiff.schema.model import CycleTable, MetricSeries
+from perfdiff.schema.io import run_file_from_dict, run_file_to_dict
+from perfdiff.schema.model import CycleTable, MetricSeries, RunFile
 from tests import report_factories as rf
 from tests.factories import make_run_file
 
@@ -122,6 +124,53 @@ def test_trace_of_a_run_file_keeps_warmup_and_run_order() -> None:
     assert trace.warmup == (True, *([False] * 5), True, *([False] * 5))
     assert trace.segment[0] != trace.segment[-1]  # runs separated
     assert not any(trace.stalled)
+
+
+def _with_hold(run_file: RunFile, hold_ms: list[float], traced: list[int],
+               warning: str | None = None) -> RunFile:
+    """The run file as schema 1.3 records it: per-cycle hold and traced columns (warm-up 1,
+    untraced cycles also flagged warm-up), saved and loaded back."""
+    (run,) = run_file.runs
+    traced_arr = np.asarray(traced, dtype=np.int64)
+    cycles = replace(run.cycles, hold_ns=(np.asarray(hold_ms) * 1e6).astype(np.int64),
+                     traced=traced_arr,
+                     warmup=np.asarray(run.cycles.warmup, dtype=bool) | (traced_arr == 0))
+    warnings = (warning,) if warning else ()
+    built = replace(run_file, runs=(replace(run, cycles=cycles),),
+                    collection=replace(run_file.collection, warnings=warnings))
+    return run_file_from_dict(run_file_to_dict(built))
+
+
+def test_stalls_and_untraced_cycles_come_from_the_per_cycle_columns() -> None:
+    # cycle 0 warm-up (held 5 ms: not marked, like the report's note), cycle 3 untraced,
+    # cycle 2 held 1.5 ms (marked), cycle 4 exactly 1 ms (the note counts > 1 ms: not marked)
+    hold = [5.0, 0.0, 1.5, 0.0, HOLD_WARN_NS / 1e6, 0.2]
+    run_file = _with_hold(make_run_file(n_cycles=6, n_warmup=1, seed=7), hold,
+                          [1, 1, 1, 0, 1, 1])
+    trace = trace_of_run_file(run_file, "normal")
+    assert trace.stalled == (False, False, True, False, False, False)
+    assert trace.untraced == (False, False, False, True, False, False)
+    assert trace.warmup == (True, False, False, False, False, False)  # untraced is not warm-up
+    assert trace.stalled_by == "hold"
+    (note,) = [n for n in self_overhead_notes(run_file, "f") if "held" in n]
+    assert "inside 1 measured cycle(s)" in note  # the figure marks what the note counts
+
+
+def test_the_hold_column_wins_over_the_handover_warning() -> None:
+    cycles = _cycles(6)
+    warning = handover_warning([(4_100_000, 4_200_000, 1000)], cycles)
+    assert warning is not None and stalled_cycle_indices((warning,)) == {4}
+    run_file = _with_hold(make_run_file(n_cycles=6, n_warmup=1, seed=8),
+                          [0.0, 0.0, 2.0, 0.0, 0.0, 0.0], [1] * 6, warning)
+    trace = trace_of_run_file(run_file, "normal")
+    assert trace.stalled == (False, False, True, False, False, False)
+    # without the column (files before 1.3) the warning still marks its cycles
+    (run,) = run_file.runs
+    old = replace(run_file, runs=(replace(run, cycles=replace(run.cycles, hold_ns=None,
+                                                              traced=None)),))
+    old_trace = trace_of_run_file(old, "normal")
+    assert old_trace.stalled == (False, False, False, False, True, False)
+    assert old_trace.stalled_by == "warning" and not any(old_trace.untraced)
 
 
 def test_trace_of_a_table_has_the_measured_cycles_only() -> None:

@@ -128,7 +128,7 @@ def test_rmsnorm_every_cycle_has_its_event_pair_inside_it() -> None:
 @pytest.mark.usefixtures("cpu_torch")
 def test_linalg_cpu_cases_have_no_end_event() -> None:
     params = linalg.LinalgParams(batches="[],[2]", sizes="4", cpu=True)
-    run_file, calls, _, n_cycles = _collect(linalg.Linalg(params), CyclePlan(measured=2))
+    run_file, calls, _, n_cycles = _collect(linalg.Linalg(params), CyclePlan(measured=2, warmup=0))
     labels = list(run_file.runs[0].cycles.label)
     assert n_cycles == 8 and [c[0] for c in calls] == labels
     gpu = [np.isfinite(ms) for label, _, ms in calls if "device=cuda" in label]
@@ -147,7 +147,7 @@ def test_an_incomplete_collection_is_refused_in_one_line() -> None:
     params = rmsnorm.RmsNormParams(impls="naive", dtypes="float32", directions="forward",
                                    batch=1, seq="8", hidden="32")
     with pytest.raises(InputError, match="did not complete: workload raised RuntimeError"):
-        _collect(Failing(params), CyclePlan(measured=1))
+        _collect(Failing(params), CyclePlan(measured=1, warmup=0))
     assert set_active_recorder(None) is None
 
 

@@ -178,7 +178,7 @@ def test_neighbour_kernels_are_left_out_by_stream_with_a_warning() -> None:
                                                   (1, 1, 1)))
 
     neighbour = Neighbour(FakeParams(kernels_per_cycle=2), trace)
-    outcome = run_collection(neighbour, CyclePlan(measured=2), Sources(trace=trace), ENV,
+    outcome = run_collection(neighbour, CyclePlan(measured=2, warmup=0), Sources(trace=trace), ENV,
                              CollectSettings(exclude_streams=(13,)))
     rf = outcome.run_file
     assert 13 not in rf.runs[0].kernels.stream.tolist()

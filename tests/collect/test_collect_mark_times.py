@@ -288,7 +288,7 @@ def test_session_warns_when_records_run_at_another_rate(monkeypatch: pytest.Monk
 def test_session_without_marks_has_no_mark_columns() -> None:
     trace = FakeTrace(FakeClock(), with_api=True)
     workload = FakeWorkload(FakeParams(), trace)
-    outcome = run_collection(workload, CyclePlan(measured=2), Sources(trace=trace), ENV,
+    outcome = run_collection(workload, CyclePlan(measured=2, warmup=0), Sources(trace=trace), ENV,
                              CollectSettings(trace_api=True))
     cycles = outcome.run_file.runs[0].cycles
     assert cycles.mark_start_ns is None and cycles.mark_end_ns is None

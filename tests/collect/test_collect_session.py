@@ -197,7 +197,7 @@ def test_a_failing_drain_is_one_warning_and_the_run_completes(
 
     monkeypatch.setattr(trace, "drain", broken)
     workload = IdleFakeWorkload(FakeParams(kernels_per_cycle=1), trace)
-    outcome = run_collection(workload, CyclePlan(measured=3), Sources(trace=trace), ENV,
+    outcome = run_collection(workload, CyclePlan(measured=3, warmup=0), Sources(trace=trace), ENV,
                              CollectSettings())
     rf = outcome.run_file
     assert rf.status.state == "complete" and len(rf.runs[0].cycles.index) == 3
@@ -207,7 +207,7 @@ def test_a_failing_drain_is_one_warning_and_the_run_completes(
 
 
 def test_names_are_interned_and_demangled() -> None:
-    outcome, _ = _collect(FakeParams(kernels_per_cycle=2), CyclePlan(measured=3))
+    outcome, _ = _collect(FakeParams(kernels_per_cycle=2), CyclePlan(measured=3, warmup=0))
     rf = outcome.run_file  # type: ignore[attr-defined]
     assert len(rf.strings) == 2
     assert rf.runs[0].kernels.name_id.tolist() == [0, 1] * 3
@@ -215,7 +215,7 @@ def test_names_are_interned_and_demangled() -> None:
 
 
 def test_without_api_records_falls_back_to_gpu_start_and_warns() -> None:
-    outcome, workload = _collect(FakeParams(kernels_per_cycle=1), CyclePlan(measured=3),
+    outcome, workload = _collect(FakeParams(kernels_per_cycle=1), CyclePlan(measured=3, warmup=0),
                                  with_api=False)
     rf = outcome.run_file  # type: ignore[attr-defined]
     assert any("no launch API record" in w for w in rf.collection.warnings)
@@ -248,7 +248,7 @@ def test_exception_keeps_finished_cycles_and_drops_the_broken_one(tmp_path: Path
 
 
 def test_ctrl_c_is_reported_as_interrupted() -> None:
-    outcome, _ = _collect(FakeParams(interrupt_at=2), CyclePlan(measured=10))
+    outcome, _ = _collect(FakeParams(interrupt_at=2), CyclePlan(measured=10, warmup=0))
     assert outcome.interrupted and outcome.error is None  # type: ignore[attr-defined]
     rf = outcome.run_file  # type: ignore[attr-defined]
     assert rf.status.reason.startswith("interrupted (Ctrl-C) after 2 cycles")
@@ -256,7 +256,7 @@ def test_ctrl_c_is_reported_as_interrupted() -> None:
 
 
 def test_a_sampler_that_cannot_start_degrades_to_a_warning() -> None:
-    outcome, _ = _collect(FakeParams(), CyclePlan(measured=2), fail_start=True)
+    outcome, _ = _collect(FakeParams(), CyclePlan(measured=2, warmup=0), fail_start=True)
     rf = outcome.run_file  # type: ignore[attr-defined]
     assert rf.status.state == "complete"
     assert rf.runs[0].metrics == ()
@@ -268,6 +268,35 @@ def test_plan_rejects_bad_counts() -> None:
     from perfdiff.collect.workloads.base import WorkloadParamError
 
     with pytest.raises(WorkloadParamError):
-        CyclePlan(measured=0)
+        CyclePlan(measured=0, warmup=0)
     with pytest.raises(WorkloadParamError):
         CyclePlan(measured=1, warmup=-1)
+
+
+class PausableFakeTrace(FakeTrace):
+    """A trace that can be switched off and on (what untraced cycles need)."""
+
+    def pause(self) -> None:
+        pass
+
+    def resume(self) -> None:
+        pass
+
+
+class BenchmarkFakeWorkload(FakeWorkload):
+    untraced_cycles = False
+
+
+@pytest.mark.parametrize("benchmark", [True, False])
+def test_benchmark_workloads_trace_every_cycle(benchmark: bool) -> None:
+    """rmsnorm/linalg tables and their in-situ cross-check need every cycle of every case
+    traced and marked (a GPU test caught untraced cycles there: 202 cycles, fewer marks)."""
+    trace = PausableFakeTrace(FakeClock())
+    cls = BenchmarkFakeWorkload if benchmark else FakeWorkload
+    workload = cls(FakeParams(kernels_per_cycle=1), trace)
+    sources = Sources(trace=trace, samplers=[], warnings=[])
+    outcome = run_collection(workload, CyclePlan(measured=16, warmup=0), sources, ENV,
+                             CollectSettings(untraced_every=8))
+    traced = outcome.run_file.runs[0].cycles.traced  # None: the column is left out
+    untraced = 0 if traced is None else int((~np.asarray(traced, dtype=bool)).sum())
+    assert untraced == (0 if benchmark else 2)

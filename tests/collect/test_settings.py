@@ -17,7 +17,14 @@ import pytest
 from perfdiff.collect.inject.config import InjectConfig
 from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS
 from perfdiff.collect.session import CollectSettings
-from perfdiff.collect.settings import DEFAULT_SAMPLE_INTERVAL_NS, SettingsError
+from perfdiff.collect.settings import (
+    DEFAULT_CYCLES,
+    DEFAULT_SAMPLE_INTERVAL_NS,
+    DEFAULT_UNTRACED_EVERY,
+    DEFAULT_WARMUP,
+    SettingsError,
+)
+from perfdiff.collect.workloads.base import CyclePlan
 from perfdiff.errors import ExitCode
 
 PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
@@ -29,6 +36,28 @@ def test_one_default_per_setting() -> None:
     assert DEFAULT_INTERVAL_NS == DEFAULT_SAMPLE_INTERVAL_NS
     assert CollectSettings().nvml_interval_ms == InjectConfig(shard_dir="").nvml_interval_ms
     assert CollectSettings().metrics == InjectConfig(shard_dir="").metrics
+    assert CyclePlan(measured=1).warmup == InjectConfig(shard_dir="").warmup == DEFAULT_WARMUP
+    assert CollectSettings().untraced_every == InjectConfig(shard_dir="").untraced_every == (
+        DEFAULT_UNTRACED_EVERY)
+
+
+def test_the_command_line_defaults_are_the_settings_objects_defaults() -> None:
+    """`perfdiff collect`'s option defaults are the ones a plan or config built in code gets
+    (--warmup was 5 on the command line and 0 in CyclePlan and InjectConfig)."""
+    import inspect
+
+    import perfdiff.cli.collect as cli
+
+    defaults = {name: p.default for name, p in
+                inspect.signature(cli.collect).parameters.items()}
+    config, settings = InjectConfig(shard_dir=""), CollectSettings()
+    assert defaults["warmup"] == CyclePlan(measured=1).warmup == config.warmup
+    assert defaults["cycles"] == DEFAULT_CYCLES
+    assert defaults["untraced_every"] == settings.untraced_every == config.untraced_every
+    assert defaults["sample_interval_ns"] == settings.sample_interval_ns == (
+        config.sample_interval_ns)
+    assert defaults["nvml_interval_ms"] == settings.nvml_interval_ms == config.nvml_interval_ms
+    assert defaults["device"] == settings.device_index
 
 
 @pytest.mark.parametrize(("field", "value", "option"), [
@@ -49,7 +78,7 @@ def test_collect_settings_refuse_bad_values(field: str, value: object, option: s
 def test_inject_config_refuses_bad_values(field: str, value: object) -> None:
     with pytest.raises(SettingsError):
         InjectConfig(shard_dir="", **{field: value})  # type: ignore[arg-type]
-    bad = InjectConfig(shard_dir="").to_env().replace('"warmup":0', '"warmup":-3')
+    bad = InjectConfig(shard_dir="").to_env().replace(f'"warmup":{DEFAULT_WARMUP}', '"warmup":-3')
     with pytest.raises(ValueError, match="--warmup"):  # the child treats it as malformed
         InjectConfig.from_env(bad)
 

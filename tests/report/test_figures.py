@@ -65,6 +65,18 @@ def test_the_forest_shows_the_first_finding_with_its_interval() -> None:
     assert "collector stall" in _text(figures["cycles"].svg)
 
 
+def test_cycles_figure_marks_holds_and_untraced_cycles_from_the_run_files_columns() -> None:
+    comparison = rf.comparison()
+    data = _data(comparison)
+    normal = replace(data.traces[0], untraced=(False, False, True, False, False),
+                     stalled_by="hold")
+    data = replace(data, traces=(normal, data.traces[1]))
+    text = _text({f.key: f for f in render_figures(comparison, data, ("svg",))}["cycles"].svg)
+    assert "untraced (measures perfdiff's overhead; not in statistics)" in text
+    assert "collector stall (held the interpreter > 1 ms)" in text
+    assert "collector stall (buffer hand-over)" in text  # the other side: no column
+
+
 def test_where_it_ran_only_with_several_devices() -> None:
     devices = (DeviceSummary("GPU 0", 1, 8.0, 8.1, 1.2, "no change", -1.0, 3.4),
                DeviceSummary("GPU 1", 2, 8.0, 16.0, 100.0, "slower", 90.0, 110.0))

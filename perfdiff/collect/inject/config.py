@@ -15,6 +15,8 @@ from perfdiff.collect.settings import (
     DEFAULT_METRICS,
     DEFAULT_NVML_INTERVAL_MS,
     DEFAULT_SAMPLE_INTERVAL_NS,
+    DEFAULT_UNTRACED_EVERY,
+    DEFAULT_WARMUP,
     check_settings,
 )
 
@@ -33,7 +35,7 @@ class InjectConfig:
     cycle_range: str | None = None  # NVTX range name that marks one cycle
     cycle_ms: float | None = None  # fixed windows instead of marked cycles
     cycle_function: str | None = None  # MODULE:QUALNAME whose outermost calls are cycles
-    warmup: int = 0  # the first N cycles are flagged warm-up
+    warmup: int = DEFAULT_WARMUP  # the first N cycles are flagged warm-up
     metrics: tuple[str, ...] = DEFAULT_METRICS
     sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
     pm_sampling: bool = True
@@ -41,7 +43,7 @@ class InjectConfig:
     nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
     trace_memory: bool = True
     backend: str = "cupti"  # "cupti", or "fake" (CPU tests: see fake_backend)
-    untraced_every: int = 8  # one measured cycle in N untraced (collect/overhead.py); 0: none
+    untraced_every: int = DEFAULT_UNTRACED_EVERY  # one measured cycle in N untraced; 0: none
     command: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:

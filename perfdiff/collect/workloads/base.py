@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, get_args, get_origin
 
+from perfdiff.collect.settings import DEFAULT_WARMUP
 from perfdiff.errors import UsageError
 from perfdiff.markers import CycleMarker
 
@@ -44,7 +45,7 @@ class CyclePlan:
     """How many cycles to run *per case*: ``warmup`` first (flagged), then ``measured``."""
 
     measured: int
-    warmup: int = 0
+    warmup: int = DEFAULT_WARMUP
 
     def __post_init__(self) -> None:
         if self.measured < 1:
@@ -148,6 +149,10 @@ class Workload(ABC):
     # collector then drains the trace's buffers between cycles (session.py), so that their
     # conversion never lands inside a cycle.
     idle_between_cycles: ClassVar[bool] = False
+    # False for the benchmark workloads (rmsnorm, linalg): their per-case tables and the
+    # in-situ cross-check need every measured cycle of every case traced and marked, so none
+    # is left untraced to measure the collector's overhead (overhead.py).
+    untraced_cycles: ClassVar[bool] = True
 
     def __init__(self, params: WorkloadParams) -> None:
         if not isinstance(params, self.params_class):

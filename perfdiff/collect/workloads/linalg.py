@@ -131,6 +131,7 @@ class Linalg(Workload):
     summary = "batched torch.linalg.eigh by backend (magma/cusolver), CPU time beside"
     params_class = LinalgParams
     idle_between_cycles = True  # each cycle ends with a synchronize
+    untraced_cycles = False  # a benchmark: every cycle of every case is a sample
 
     def cases(self) -> tuple[str, ...]:
         p = self.params

@@ -184,6 +184,7 @@ class RmsNorm(Workload):
     summary = "RMSNorm naive/torchscript/triton/cuda, fwd+bwd, 4 dtypes (the RMSNorm seed)"
     params_class = RmsNormParams
     idle_between_cycles = True  # each cycle ends with a synchronize
+    untraced_cycles = False  # a benchmark: every cycle of every case is a sample
 
     def cases(self) -> tuple[str, ...]:
         p = self.params

@@ -2,7 +2,9 @@
 
 One panel per side on a shared time axis: warm-up cycles shaded (they are left out of every
 statistic), runs separated by dashed lines, cycles during which the collector held the
-interpreter marked ×, cycles overlapped by a stretch without PM samples marked ▽ (their
+interpreter for more than 1 ms marked ×, cycles the collector left untraced to measure its own
+overhead drawn as hollow circles (not shaded as warm-up: they sit among the measured cycles,
+but no statistic uses them), cycles overlapped by a stretch without PM samples marked ▽ (their
 kernels have no tensor/DRAM values). The measured mean is the dotted line.
 """
 
@@ -27,6 +29,10 @@ def _spans(flags: tuple[bool, ...]) -> list[tuple[int, int]]:
             spans.append((start, i - 1))
             start = None
     return spans
+
+
+STALL_LABEL = {"hold": "collector stall (held the interpreter > 1 ms)",
+               "warning": "collector stall (buffer hand-over)"}
 
 
 def title(comparison: Comparison, traces: tuple[CycleTrace, CycleTrace]) -> str:
@@ -80,10 +86,15 @@ def _panel(ax: Any, trace: CycleTrace, side: SideSummary, colour: str,
     ax.plot(xs, trace.cycle_ms, color=colour, lw=0.9, marker=".", ms=3, label=side.label)
     ax.axhline(side.cycle_ms_mean, color=colour, ls=":", lw=1.0,
                label=f"mean of measured cycles {fmt_ms(side.cycle_ms_mean)} ms")
+    untraced = [i for i, f in enumerate(trace.untraced) if f]
+    if untraced:
+        ax.plot(untraced, [trace.cycle_ms[i] for i in untraced], "o", mfc="white",
+                mec="#555555", ms=5, zorder=3,
+                label="untraced (measures perfdiff's overhead; not in statistics)")
     stalled = [i for i, f in enumerate(trace.stalled) if f]
     if stalled:
         ax.plot(stalled, [trace.cycle_ms[i] for i in stalled], "x", color="#c0392b", ms=7,
-                mew=1.5, label="collector stall (buffer hand-over)")
+                mew=1.5, label=STALL_LABEL[trace.stalled_by])
     holes = [i for i, f in enumerate(trace.missing_pm) if f]
     if holes:
         ax.plot(holes, [trace.cycle_ms[i] for i in holes], "v", mfc="none", mec="#8e44ad",

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Issue 13, second pass, on the H100: PM coverage probe (decode log, holes), PM in a user
+# program, the GPT-2 in-process bench (torch.profiler last), the stream, gpt-infer overhead,
+# the GPU test suite. Writes $OUT/log and $OUT/results.tgz.
+# usage (repo root, wheels on PYTHONPATH): OUT=/tmp/out bash scripts/gpu/intake2.sh [STEP...]
+#   steps: env probe user gpt2 stream overhead tests (default: all but tests)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/perfdiff-gpu}
+R=${R:-$OUT/r}  # R=$OUT: every file straight into $OUT (a run cut short still returns them)
+mkdir -p "$R"
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+LOG="$OUT/log"
+say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
+run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
+PD=("$PY" -c "from perfdiff.cli.app import main; main()")
+
+step_env() {
+  run nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv
+  run "$PY" -c "import torch, transformers, sys; print(torch.__version__, transformers.__version__, sys.version)"
+}
+step_probe() {
+  for w in ${PROBE_WORKLOADS:-gpt-infer train-step}; do
+    run timeout 90 "$PY" scripts/gpu/pm_probe.py $w ${PROBE_ARGS:-} --json "$R/probe-$w.json"
+  done
+}
+step_user() {
+  # PM in a user program (issue 13 item 2) and the self-measured overhead of the GPT-2 program
+  run timeout 150 "${PD[@]}" collect --cycle-range step --warmup 3 -q -o "$R/gpt2-sdpa.json.gz" -- \
+    "$PY" bench/launch_bound/gpt2_program.py --attn sdpa --steps ${USER_STEPS:-43}
+  run "$PY" - "$R/gpt2-sdpa.json.gz" <<'PYEOF'
+import sys
+import numpy as np
+from perfdiff.schema.io import load_run_file
+from perfdiff.analysis.self_overhead import self_overhead_notes
+rf = load_run_file(sys.argv[1]); run = rf.runs[0]; c = run.cycles
+print("sources", rf.collection.sources, "metrics", rf.collection.metrics)
+print("pm samples", {m.name[:24]: int(np.asarray(m.timestamps_ns).size) for m in run.metrics if m.source == "pm_sampling"})
+print("warnings", rf.collection.warnings)
+print(self_overhead_notes(rf, "gpt2-sdpa"))
+print("hold max ms", None if c.hold_ns is None else int(np.asarray(c.hold_ns).max()) / 1e6)
+PYEOF
+  run timeout 150 "${PD[@]}" compare "$R/gpt2-sdpa.json.gz" "$R/gpt2-sdpa.json.gz"
+}
+step_gpt2() {
+  run timeout ${GPT2_TIMEOUT:-170} "$PY" bench/launch_bound/gpt2_generate.py --rounds ${ROUNDS:-6} --steps ${STEPS:-3} --json "$R/gpt2.json"
+}
+step_stream() {
+  run timeout 130 "$PY" bench/launch_bound/stream.py --mode graph --seconds ${STREAM_S:-30} --json "$R/stream-graph.json"
+}
+step_overhead() {
+  run timeout 120 "$PY" bench/overhead.py --alternate 10 --cycles 50 --modes perfdiff --json "$R/overhead.json"
+}
+step_tests() {
+  run timeout ${TESTS_TIMEOUT:-300} "$PY" -m pytest -m gpu -q tests/gpu -p no:cacheprovider -rs
+}
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(env probe user gpt2 stream overhead)
+for s in "${steps[@]}"; do "step_$s"; done
+say done
+[ "$R" = "$OUT/r" ] && tar czf "$OUT/results.tgz" -C "$OUT" r && rm -rf "$R"

@@ -1,0 +1,120 @@
+"""PM decoding: images sized for the whole backlog, nothing decoded below the threshold.
+
+Why: on the H100 a decode whose counter-data image filled lost the rest of what it read
+(every PM hole followed a full 8,000-sample image, bench/README.md issue 13). The stand-in
+CUPTI below behaves that way: a decode hands over at most the image's capacity and drops the
+rest of the pending samples, so a test that loses samples fails here as it did on the GPU.
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+from typing import Any
+
+import numpy as np
+
+from perfdiff.collect import pm_sampling
+from perfdiff.collect.pm_sampling import PmSampler
+
+INTERVAL = 20_000
+
+
+class FakeCupti:
+    """Samples every INTERVAL ns of the fake clock; decode drops what does not fit."""
+
+    PmSamplingDecodeStopReason = types.SimpleNamespace(COUNTER_DATA_FULL=1)
+    PM_SAMPLING_DECODE_DATA_PARAMS_STRUCT_SIZE = 1
+    PM_SAMPLING_GET_COUNTER_DATA_INFO_PARAMS_STRUCT_SIZE = 1
+    PM_SAMPLING_COUNTER_DATA_GET_SAMPLE_INFO_PARAMS_STRUCT_SIZE = 1
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.taken_until = 0  # end of the last sample handed over or dropped
+        self.images: dict[int, list[int]] = {}
+        self.dropped = 0
+        self.calls = 0
+
+    @staticmethod
+    def _params() -> Any:
+        p = types.SimpleNamespace(overflow=0, decode_stop_reason=0, num_completed_samples=0,
+                                  end_timestamp=0, sample_index=0)
+        p.ptr = p
+        return p
+
+    PmSamplingDecodeDataParams = _params
+    PmSamplingGetCounterDataInfoParams = _params
+    PmSamplingCounterDataGetSampleInfoParams = _params
+
+    def pm_sampling_decode_data(self, params: Any) -> None:
+        self.calls += 1
+        pending = list(range(self.taken_until + INTERVAL, self.now + 1, INTERVAL))
+        capacity = params.counter_data_image_size
+        kept = pending[:capacity]
+        self.images[params.p_counter_data_image] = kept
+        self.dropped += len(pending) - len(kept)
+        self.taken_until = pending[-1] if pending else self.taken_until
+        params.decode_stop_reason = 1 if len(pending) > capacity else 0
+
+    def pm_sampling_get_counter_data_info(self, params: Any) -> None:
+        params.num_completed_samples = len(self.images.get(params.p_counter_data_image, []))
+
+    def pm_sampling_counter_data_get_sample_info(self, params: Any) -> None:
+        params.end_timestamp = self.images[params.p_counter_data_image][params.sample_index]
+
+
+class FakeCollector:
+    _pm_sampling_object = 1
+    _finalizer = None
+
+    def _create_counter_data_image(self, max_samples: int) -> Any:
+        return np.zeros(max_samples, dtype=np.uint8)  # one byte per sample slot
+
+
+def _sampler(fake: FakeCupti) -> PmSampler:
+    sampler = object.__new__(PmSampler)
+    sampler._interval_ns = INTERVAL
+    sampler._clock_ns = lambda: fake.now
+    sampler._collector = FakeCollector()
+    sampler._cupti = fake
+    sampler._lock = threading.Lock()
+    sampler._images = []
+    sampler.decode_log = []
+    sampler._decoded_until = 0
+    sampler._overflowed = False
+    sampler._stop_drain = threading.Event()
+    sampler._drainer = None
+    sampler._buffer_bytes = pm_sampling.HARDWARE_BUFFER_BYTES
+    return sampler
+
+
+def test_a_backlog_larger_than_the_old_image_is_decoded_whole() -> None:
+    fake = FakeCupti()
+    sampler = _sampler(fake)
+    fake.now = 50_000 * INTERVAL  # 1 s of samples waiting, far more than 8,000
+    sampler._decode_available()
+    assert fake.dropped == 0
+    assert sum(count for _, count in sampler._images) == 50_000
+    assert fake.calls == 1
+    (entry,) = sampler.decode_log
+    assert entry[2] >= 50_000 and entry[3] == 50_000  # capacity, samples decoded
+
+
+def test_successive_decodes_lose_nothing_and_track_the_backlog() -> None:
+    fake = FakeCupti()
+    sampler = _sampler(fake)
+    for step in (3_000, 20_000, 20_001, 90_000):
+        fake.now = step * INTERVAL
+        assert sampler._backlog() == step - sum(c for _, c in sampler._images)
+        sampler._decode_available()
+    assert fake.dropped == 0
+    assert sum(count for _, count in sampler._images) == 90_000
+    assert sampler._backlog() == 0
+
+
+def test_the_drain_waits_for_the_threshold() -> None:
+    threshold = int(pm_sampling.DECODE_AT_FILL * pm_sampling.HARDWARE_BUFFER_BYTES
+                    / pm_sampling.SAMPLE_RECORD_BYTES)
+    # a 20 us default run of 2 s stays below it: decoded only when sampling stops
+    assert threshold * INTERVAL > 2_000_000_000
+    assert threshold * pm_sampling.SAMPLE_RECORD_BYTES < pm_sampling.HARDWARE_BUFFER_BYTES
