@@ -59,16 +59,16 @@ def child(parser: str, path: str) -> None:
     elif parser == "msgspec-typed":
         import msgspec
 
-        from perfdiff.readers import torch_profiler as tp
+        from perfdiff.readers.torch_profiler import events as tp
 
         trace_type = msgspec.defstruct("Trace", [("traceEvents", list[tp._Event])], gc=False)
         events = len(msgspec.json.Decoder(trace_type).decode(data).traceEvents)
     elif parser == "msgspec-raw":
-        from perfdiff.readers import torch_profiler as tp
+        from perfdiff.readers.torch_profiler import events as tp
 
         trace = tp._TRACE_DECODER.decode(data)
         counted: dict[tuple[str, str], int] = {}
-        events = sum(1 for _ in tp._kept_events(trace.traceEvents, counted))
+        events = sum(1 for _ in tp._kept_events(trace.traceEvents, counted, []))
     else:
         from perfdiff.readers.torch_profiler import read_torch_profiler
 

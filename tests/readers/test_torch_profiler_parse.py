@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from perfdiff.errors import InputError
 from perfdiff.readers.dispatch import load_input
 from perfdiff.readers.torch_profiler import (
-    _decode,
-    _gather,
-    _metadata,
     is_torch_profiler_input,
     read_torch_profiler,
     us_text_to_ns,
     us_texts_to_ns,
 )
+from perfdiff.readers.torch_profiler.columns import _gather
+from perfdiff.readers.torch_profiler.files import _decode
+from perfdiff.readers.torch_profiler.metadata import _metadata
 
 MAX_NS = 2**62
 

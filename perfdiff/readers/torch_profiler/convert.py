@@ -1,0 +1,167 @@
+"""One decoded trace -> one Run (kernels, memcpy, memset, cycles, metrics) and its metadata.
+
+Why its own module: it joins the pieces (columns, launch times, cycles, device metadata)
+into the schema's tables and decides what a trace without GPU work or without launches
+means; it knows nothing of files or of several ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import msgspec
+import numpy as np
+
+from perfdiff.readers.torch_profiler.columns import _Columns, _gather, _spans
+from perfdiff.readers.torch_profiler.cycles import (
+    _NO_LAUNCH,
+    STEP_PATTERN,
+    _assign,
+    _cycles,
+    _CycleSpans,
+    _detected_cycles,
+    _launch_times,
+)
+from perfdiff.readers.torch_profiler.events import _Bad
+from perfdiff.readers.torch_profiler.metadata import _Meta
+from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
+from perfdiff.schema.model import (
+    CycleTable,
+    DeviceInfo,
+    IntArray,
+    KernelTable,
+    Run,
+    TransferTable,
+)
+
+
+@dataclass
+class _RankData:
+    """What one trace file contributes: its run and its metadata."""
+
+    run: Run
+    names: list[str]
+    devices: list[DeviceInfo]
+    rank: int | None
+    world_size: int | None
+    schema_version: str
+    driver_version: str | None
+    cuda_version: str | None
+    cupti_version: str | None
+    host: str | None
+    warnings: list[str] = field(default_factory=list)
+    metric_names: list[str] = field(default_factory=list)
+    sample_interval_ns: int = 0
+
+
+def _convert(meta: _Meta, events: list[msgspec.Raw], cycle_range: str | None) -> _RankData:
+    base_ns = meta.base_ns
+    gathered = _gather(events, base_ns)
+    kernels, copies, sets = gathered.kernels, gathered.copies, gathered.sets
+    ranges, cpu_pids = gathered.ranges, gathered.cpu_pids
+    launch_corr, launch_ts = gathered.launch_corr, gathered.launch_ts
+    profiler_ranges = gathered.profiler_ranges
+    metrics, interval = gathered.metrics, gathered.sample_interval_ns
+    if not kernels.name and not copies.name and not sets.name:
+        if profiler_ranges:
+            raise _Bad(f"no GPU kernels, only {profiler_ranges} cuda_profiler_range events "
+                       "(the CUPTI range profiler's counters, without kernel records); record "
+                       "with ProfilerActivity.CUDA to get kernels")
+        raise _Bad("no GPU events (kernels, memcpy, memset): a CPU-only trace; record with "
+                   "torch.profiler.ProfilerActivity.CUDA on a GPU")
+    gpu_spans = [cols.spans(base_ns) for cols in (kernels, copies, sets)]  # checked first
+    try:
+        launch_ns = us_texts_to_ns(launch_ts) + base_ns
+    except ValueError as exc:
+        raise _Bad(f"launch event with a bad time ({exc})") from None
+    launches = dict(zip(launch_corr, launch_ns.tolist(), strict=True))
+    names = sorted(set(kernels.name))
+    warnings: list[str] = []
+    range_start, range_end = _spans(ranges.ts, ranges.dur, base_ns, "annotation range")
+    range_rows = list(zip(ranges.cat, ranges.name, range_start.tolist(), range_end.tolist(),
+                          ranges.device, strict=True))
+    if cycle_range is None and not any(STEP_PATTERN.match(name) for name in ranges.name):
+        spans, mode = _detected_cycles(kernels, names, launches, range_rows, warnings)
+    else:
+        spans, mode = _cycles(range_rows, cycle_range, warnings)
+    run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,
+                     cpu_pids)
+    if metrics:
+        run = replace(run, metrics=metrics)
+    used = sorted(set(kernels.device) | set(copies.device) | set(sets.device))
+    unknown = DeviceInfo(index=-1, name="unknown GPU", uuid="", sm_count=0, memory_bytes=0)
+    devices = [replace(meta.devices.get(d, unknown), index=d) for d in used]
+    run = replace(run, rank=meta.rank)
+    return _RankData(
+        run=run, names=names, devices=devices, rank=meta.rank, world_size=meta.world_size,
+        schema_version=meta.schema_version, driver_version=meta.driver_version,
+        cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
+        warnings=warnings, metric_names=sorted({m.name for m in metrics}),
+        sample_interval_ns=interval,
+    )
+
+
+def _build_run(kernels: _Columns, copies: _Columns, sets: _Columns,
+               gpu_spans: list[tuple[IntArray, IntArray]], names: list[str],
+               spans: _CycleSpans, mode: str, launches: dict[int, int],
+               warnings: list[str], cpu_pids: dict[int, int]) -> Run:
+    name_ids = {name: i for i, name in enumerate(names)}
+    tables: list[tuple[_Columns, IntArray, IntArray, IntArray, IntArray]] = []
+    unmatched_total = 0
+    for cols, (start, end) in zip((kernels, copies, sets), gpu_spans, strict=True):
+        devices = np.asarray(cols.device, dtype=np.int64)
+        if mode == "gpu":
+            when = start
+        else:
+            when = _launch_times(cols.correlation, launches)
+            unmatched_total += int((when == _NO_LAUNCH).sum())
+        tables.append((cols, devices, start, end, _assign(spans, when, devices)))
+    total = len(kernels.name) + len(copies.name) + len(sets.name)
+    if mode == "launch" and unmatched_total:
+        if unmatched_total == total:
+            raise _Bad(f"none of the {total} GPU events has a matching launch (cuda_runtime/"
+                       "cuda_driver event with the same correlation), so no step can be "
+                       "told; record with ProfilerActivity.CPU as well as CUDA")
+        warnings.append(f"{unmatched_total} of {total} GPU events have no matching launch "
+                        "(correlation) and are outside every step")
+    k, k_dev, k_start, k_end, k_cycle = tables[0]
+    grid = np.asarray(k.grid, dtype=np.int64).reshape(-1, 3)
+    block = np.asarray(k.block, dtype=np.int64).reshape(-1, 3)
+    kernel_table = KernelTable(
+        name_id=np.asarray([name_ids[n] for n in k.name], dtype=np.int64),
+        device=k_dev, stream=np.asarray(k.stream, dtype=np.int64),
+        start_ns=k_start, end_ns=k_end,
+        cycle=k_cycle, correlation_id=np.asarray(k.correlation, dtype=np.int64),
+        grid_x=grid[:, 0], grid_y=grid[:, 1], grid_z=grid[:, 2],
+        block_x=block[:, 0], block_y=block[:, 1], block_z=block[:, 2],
+    )
+    n = len(spans.index)
+    cycle_table = CycleTable(
+        index=np.asarray(spans.index, dtype=np.int64),
+        start_ns=np.asarray(spans.start, dtype=np.int64),
+        end_ns=np.asarray(spans.end, dtype=np.int64),
+        label=(spans.label,) * n,
+        warmup=np.zeros(n, dtype=np.bool_),
+    )
+    pid = max(cpu_pids, key=lambda p: cpu_pids[p]) if cpu_pids else 0
+    return Run(index=0, pid=pid, rank=None, exit_code=None, cycles=cycle_table,
+               kernels=kernel_table, memcpy=_transfers(tables[1], _copy_kind),
+               memset=_transfers(tables[2], lambda _name: "memset"), metrics=())
+
+
+def _copy_kind(name: str) -> str:
+    """"Memcpy DtoD (Device -> Device)" -> "DtoD" (the kind perfdiff's collector writes)."""
+    parts = name.split()
+    return parts[1] if len(parts) > 1 and parts[0].lower() == "memcpy" else name
+
+
+def _transfers(table: tuple[_Columns, IntArray, IntArray, IntArray, IntArray],
+               kind: Callable[[str], str]) -> TransferTable:
+    cols, devices, start, end, cycle = table
+    return TransferTable(
+        kind=tuple(kind(n) for n in cols.name),
+        bytes=np.asarray(cols.nbytes, dtype=np.int64), device=devices,
+        stream=np.asarray(cols.stream, dtype=np.int64),
+        start_ns=start, end_ns=end, cycle=cycle,
+    )

@@ -1,0 +1,138 @@
+"""Steps and ranges -> cycles, and which cycle each GPU event belongs to.
+
+Why its own module: the cycle rule has three sources (``ProfilerStep#N``, ``--cycle-range
+NAME`` on CPU or GPU annotations, and the period-detection fallback of
+``perfdiff.schema.periods``) and one assignment (by launch time, or by GPU start for GPU
+ranges); keeping them together keeps the error hints and the [start, end) rule consistent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfdiff.readers.torch_profiler.columns import _Columns
+from perfdiff.readers.torch_profiler.events import _Bad
+from perfdiff.schema.model import IntArray
+from perfdiff.schema.periods import cycle_bounds_ns, detect_period
+
+STEP_PATTERN = re.compile(r"^ProfilerStep#(\d+)$")
+
+
+@dataclass(frozen=True)
+class _CycleSpans:
+    index: list[int]
+    start: list[int]
+    end: list[int]
+    label: str
+    by_gpu_time: bool  # gpu_user_annotation ranges: kernels by their own start time
+    device: list[int]
+
+
+def _cycles(ranges: list[tuple[str, str, int, int, int]], cycle_range: str | None,
+            warnings: list[str]) -> tuple[_CycleSpans, str]:
+    """The cycles (spans) and how work is assigned to them ("launch" or "gpu")."""
+    if cycle_range is None:
+        steps = sorted((int(m.group(1)), start, end) for cat, name, start, end, _ in ranges
+                       if cat == "user_annotation" and (m := STEP_PATTERN.match(name)))
+        if not steps:
+            raise _Bad("no ProfilerStep#N ranges (call prof.step() each iteration under a "
+                       "torch.profiler schedule), so there are no cycles; pass --cycle-range "
+                       "NAME to take a user_annotation/record_function range as the cycle"
+                       + _range_hint(ranges))
+        steps = _unique_steps(steps, warnings)
+        return _CycleSpans([s[0] for s in steps], [s[1] for s in steps], [s[2] for s in steps],
+                           "ProfilerStep", False, []), "launch"
+    cpu = sorted((start, end) for cat, name, start, end, _ in ranges
+                 if cat == "user_annotation" and name == cycle_range)
+    if cpu:
+        return _CycleSpans(list(range(len(cpu))), [s for s, _ in cpu], [e for _, e in cpu],
+                           cycle_range, False, []), "launch"
+    gpu = sorted((start, end, dev) for cat, name, start, end, dev in ranges
+                 if cat == "gpu_user_annotation" and name == cycle_range)
+    if gpu:
+        return _CycleSpans(list(range(len(gpu))), [g[0] for g in gpu], [g[1] for g in gpu],
+                           cycle_range, True, [g[2] for g in gpu]), "gpu"
+    raise _Bad(f"no user_annotation or gpu_user_annotation range named {cycle_range!r}"
+               + _range_hint(ranges))
+
+
+def _range_hint(ranges: list[tuple[str, str, int, int, int]]) -> str:
+    """The most frequent range names of the trace, for the one-line error."""
+    counts: dict[str, int] = {}
+    for _, name, *_ in ranges:
+        if not STEP_PATTERN.match(name):
+            counts[name] = counts.get(name, 0) + 1
+    names = sorted(counts, key=lambda n: (-counts[n], n))[:5]
+    if not names:
+        return ""
+    return " (ranges in this trace, most frequent first: " + ", ".join(
+        f"{n[:60]!r} x{counts[n]}" for n in names) + ")"
+
+
+def _detected_cycles(kernels: _Columns, names: list[str], launches: dict[int, int],
+                     ranges: list[tuple[str, str, int, int, int]],
+                     warnings: list[str]) -> tuple[_CycleSpans, str]:
+    """No ProfilerStep and no --cycle-range: cycles where the kernel launch sequence repeats
+    (perfdiff.schema.periods, the rule perfdiff collect uses for unmarked programs)."""
+    name_ids = {name: i for i, name in enumerate(names)}
+    launch_ns = _launch_times(kernels.correlation, launches)
+    known = launch_ns != _NO_LAUNCH
+    order = np.argsort(launch_ns[known], kind="stable")
+    ids = np.asarray([name_ids[n] for n in kernels.name], dtype=np.int64)[known][order]
+    times = launch_ns[known][order]
+    period = detect_period(ids, times)
+    if not period.found:
+        raise _Bad("no ProfilerStep#N ranges and " + period.describe() + "; pass "
+                   "--cycle-range NAME to take a user_annotation/record_function range as "
+                   "the cycle" + _range_hint(ranges))
+    start, end = cycle_bounds_ns(period, times)
+    warnings.append(f"no ProfilerStep#N in the trace: cycles from the launch sequence, "
+                    f"{period.describe()}")
+    n = int(start.size)
+    return _CycleSpans(list(range(n)), start.tolist(), end.tolist(), "detected period",
+                       False, []), "launch"
+
+
+def _unique_steps(steps: list[tuple[int, int, int]],
+                  warnings: list[str]) -> list[tuple[int, int, int]]:
+    """One span per step number (a step seen twice, e.g. two profilers: the first kept)."""
+    seen: dict[int, tuple[int, int, int]] = {}
+    for step in steps:
+        seen.setdefault(step[0], step)
+    if len(seen) != len(steps):
+        warnings.append(f"{len(steps) - len(seen)} ProfilerStep ranges repeat a step number; "
+                        "the first of each was kept")
+    return sorted(seen.values(), key=lambda s: s[1])
+
+
+def _assign(spans: _CycleSpans, times: np.ndarray, devices: np.ndarray) -> np.ndarray:
+    """Cycle index of each time (its launch, or its GPU start for GPU ranges), -1 outside."""
+    if not spans.index or times.size == 0:
+        return np.full(times.shape, -1, dtype=np.int64)
+    start = np.asarray(spans.start, dtype=np.int64)
+    end = np.asarray(spans.end, dtype=np.int64)
+    index = np.asarray(spans.index, dtype=np.int64)
+    if spans.by_gpu_time:
+        out = np.full(times.shape, -1, dtype=np.int64)
+        for i, (s, e, d) in enumerate(zip(spans.start, spans.end, spans.device, strict=True)):
+            inside = (times >= s) & (times <= e) & (devices == d) & (out < 0)
+            out[inside] = index[i]
+        return out
+    order = np.argsort(start, kind="stable")
+    start, end, index = start[order], end[order], index[order]
+    pos = np.searchsorted(start, times, side="right") - 1
+    valid = (pos >= 0) & (times != _NO_LAUNCH)
+    clipped = np.clip(pos, 0, None)
+    inside = valid & (times < end[clipped])  # [start, end): as HTA assigns iterations
+    return np.where(inside, index[clipped], -1).astype(np.int64)
+
+
+_NO_LAUNCH = np.iinfo(np.int64).min  # a GPU event whose launch is not in the trace
+
+
+def _launch_times(correlation: list[int], launches: dict[int, int]) -> IntArray:
+    return np.fromiter((launches.get(c, _NO_LAUNCH) for c in correlation), dtype=np.int64,
+                       count=len(correlation))
