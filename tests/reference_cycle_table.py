@@ -183,7 +183,7 @@ def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
     base[C.FUNCTION] = names[base["fid"].to_numpy(dtype=np.int64)]
     base = pd.concat([base, *[t for t in transfers if len(t)]], ignore_index=True)
     base = base.merge(cycles, on=C.CYCLE, how="inner")
-    base[C.BETA_PCT] = 100.0 * base[C.TIME_MS] / base[C.CYCLE_MS]
+    base[C.CYCLE_SHARE_PCT] = 100.0 * base[C.TIME_MS] / base[C.CYCLE_MS]
     metric_rows = _metric_rows(run, in_cycle, base)
     out = pd.DataFrame(
         {
@@ -197,8 +197,8 @@ def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
             C.FUNC_TYPE: metric_rows[C.FUNC_TYPE],
             C.METRIC: metric_rows[C.METRIC],
             C.TIME_MS: metric_rows[C.TIME_MS],
-            C.BETA_PCT: metric_rows[C.BETA_PCT],
-            C.MU: metric_rows[C.MU],
+            C.CYCLE_SHARE_PCT: metric_rows[C.CYCLE_SHARE_PCT],
+            C.METRIC_MEAN: metric_rows[C.METRIC_MEAN],
             C.LAUNCHES: metric_rows[C.LAUNCHES].astype(np.float64),
         }
     )
@@ -278,7 +278,7 @@ def _metric_rows(run: Run, in_cycle: np.ndarray, base: pd.DataFrame) -> pd.DataF
     kernel_base = base[base[C.FUNC_TYPE] == "kernel"]
     other = base[base[C.FUNC_TYPE] != "kernel"].copy()
     other[C.METRIC] = ""
-    other[C.MU] = np.nan
+    other[C.METRIC_MEAN] = np.nan
     metric_devices: set[int] = set()
     for series in run.metrics:
         means = kernel_metric_means(run, series)[in_cycle]
@@ -295,7 +295,7 @@ def _metric_rows(run: Run, in_cycle: np.ndarray, base: pd.DataFrame) -> pd.DataF
         )
         sums = launches.groupby(["dev", C.CYCLE, "fid"])[["w", "wv"]].sum()
         with np.errstate(invalid="ignore", divide="ignore"):
-            mu = (sums["wv"] / sums["w"]).rename(C.MU).reset_index()
+            mu = (sums["wv"] / sums["w"]).rename(C.METRIC_MEAN).reset_index()
         rows = kernel_base[kernel_base["dev"] == series.device].merge(
             mu, on=["dev", C.CYCLE, "fid"], how="left"
         )
@@ -303,5 +303,5 @@ def _metric_rows(run: Run, in_cycle: np.ndarray, base: pd.DataFrame) -> pd.DataF
         frames.append(rows)
     no_metric = kernel_base[~kernel_base["dev"].isin(sorted(metric_devices))].copy()
     no_metric[C.METRIC] = ""
-    no_metric[C.MU] = np.nan
+    no_metric[C.METRIC_MEAN] = np.nan
     return pd.concat([*frames, no_metric, other], ignore_index=True)

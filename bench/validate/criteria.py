@@ -58,7 +58,9 @@ def chance_outside_band(n: int, alpha: float) -> float:
     return float(1.0 - inside)
 
 
-FUNCTION_LEVEL = frozenset({"p_time", "p_beta"})  # tests of a function, repeated on its metric rows
+FUNCTION_LEVEL = frozenset(
+    {"p_time", "p_cycle_share"}
+)  # tests of a function, repeated on its metric rows
 
 
 def _row_key(row: RowDigest, column: str) -> tuple[str, str]:

@@ -51,8 +51,8 @@ class CellScores:
     test_unit: str
     n: int
     fp_time: RowFalsePositives  # Welch on time per cycle: the test behind the verdicts
-    fp_beta: RowFalsePositives
-    fp_mu: RowFalsePositives
+    fp_cycle_share: RowFalsePositives
+    fp_metric_mean: RowFalsePositives
     fp_cycle: Rate
     quiet: Rate
     mde_median_pct: float
@@ -93,8 +93,8 @@ def score(result: CellResult, alpha: float) -> CellScores:
         test_unit=aa[0].test_unit if aa else "n/a",
         n=len(aa),
         fp_time=row_false_positives(aa, alpha, "p_time"),
-        fp_beta=row_false_positives(aa, alpha, "p_beta"),
-        fp_mu=row_false_positives(aa, alpha, "p_mu"),
+        fp_cycle_share=row_false_positives(aa, alpha, "p_cycle_share"),
+        fp_metric_mean=row_false_positives(aa, alpha, "p_metric_mean"),
         fp_cycle=cycle_fp,
         quiet=quiet_reports(aa),
         mde_median_pct=float(np.median(finite)) if finite.size else math.nan,
@@ -150,8 +150,8 @@ def aa_table(scores: Sequence[CellScores], alpha: float) -> str:
     ]
     for s in scores:
         lines.append(
-            f"| {s.label} | {s.test_unit} | {_fp(s.fp_time)} | {_fp(s.fp_beta)} "
-            f"| {_fp(s.fp_mu)} | {rate(s.fp_cycle)} | {rate(s.quiet)} |"
+            f"| {s.label} | {s.test_unit} | {_fp(s.fp_time)} | {_fp(s.fp_cycle_share)} "
+            f"| {_fp(s.fp_metric_mean)} | {rate(s.fp_cycle)} | {rate(s.quiet)} |"
         )
     return "\n".join(lines)
 
@@ -223,8 +223,8 @@ def criteria_table(scores: Sequence[CellScores], alpha: float, q: float) -> str:
     below = sum(len(fp.rows_below_band()) for fp in fps)
     tested = sum(len(fp.tested) for fp in fps)
     worst_cell = scores[int(np.argmax([fp.pooled.value for fp in fps]))]
-    beta_above = sum(len(s.fp_beta.rows_above_band()) for s in scores)
-    beta_below = sum(len(s.fp_beta.rows_below_band()) for s in scores)
+    cycle_share_above = sum(len(s.fp_cycle_share.rows_above_band()) for s in scores)
+    cycle_share_below = sum(len(s.fp_cycle_share.rows_below_band()) for s in scores)
     rows.append(
         (
             "A/A rate of p < α per row within the binomial band (Welch on time per cycle: the "
@@ -232,7 +232,7 @@ def criteria_table(scores: Sequence[CellScores], alpha: float, q: float) -> str:
             f"{above} rows above and {below} below the band, of {tested} "
             f"(chance alone: about {chance * tested:.0f} outside); highest pooled rate "
             f"{rate(worst_cell.fp_time.pooled)} in {worst_cell.label}. Shares β, which decide "
-            f"no verdict: {beta_above} above, {beta_below} below",
+            f"no verdict: {cycle_share_above} above, {cycle_share_below} below",
             "no more rows outside than chance",
             above + below <= max(2.0 * chance * tested, chance * tested + 3),
         )

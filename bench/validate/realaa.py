@@ -108,7 +108,7 @@ class AaSummary:
     cycle_verdicts: int
     rows_tested: int  # functions with a finite p, all splits together
     p_time_below_alpha: int  # Welch on time per cycle (the verdict's test) below alpha
-    p_beta_below_alpha: int
+    p_cycle_share_below_alpha: int
     mde_median_pct: float
 
 
@@ -117,7 +117,9 @@ def summarise(label: str, splits: Sequence[Split], alpha: float) -> AaSummary:
     # one entry per function: its metric rows repeat the function's tests
     per_function = [{r.function: r for r in t.rows}.values() for t in results]
     p_time = [r.p_time for rows in per_function for r in rows if math.isfinite(r.p_time)]
-    p_beta = [r.p_beta for rows in per_function for r in rows if math.isfinite(r.p_beta)]
+    p_cycle_share = [
+        r.p_cycle_share for rows in per_function for r in rows if math.isfinite(r.p_cycle_share)
+    ]
     mdes = [t.mde_pct for t in results if math.isfinite(t.mde_pct)]
     return AaSummary(
         label=label,
@@ -130,7 +132,7 @@ def summarise(label: str, splits: Sequence[Split], alpha: float) -> AaSummary:
         cycle_verdicts=sum(int(t.cycle_verdict in ("slower", "faster")) for t in results),
         rows_tested=len(p_time),
         p_time_below_alpha=sum(int(p < alpha) for p in p_time),
-        p_beta_below_alpha=sum(int(p < alpha) for p in p_beta),
+        p_cycle_share_below_alpha=sum(int(p < alpha) for p in p_cycle_share),
         mde_median_pct=float(np.median(mdes)) if mdes else math.nan,
     )
 
@@ -164,7 +166,7 @@ def run_spread(tables: Sequence[pd.DataFrame], n_batches: int = 10) -> list[RunS
         ).fillna(0.0)
         batch = (np.arange(len(wide)) * n_batches) // max(len(wide), 1)
         batch_means = wide.groupby(batch).mean()
-        share = rows.groupby(C.FUNCTION)[C.BETA_PCT].sum() / max(n_cycles, 1)
+        share = rows.groupby(C.FUNCTION)[C.CYCLE_SHARE_PCT].sum() / max(n_cycles, 1)
         per_run.append(
             pd.DataFrame(
                 {
@@ -234,7 +236,7 @@ def summary_table(summaries: Sequence[AaSummary]) -> str:
         lines.append(
             f"| {s.label} | {s.n_splits} | {s.test_unit} | {s.loud_reports} | {s.row_verdicts} "
             f"| {s.cycle_verdicts} | {s.p_time_below_alpha} of {s.rows_tested} "
-            f"({100 * s.p_time_below_alpha / n:.1f} %) | {s.p_beta_below_alpha} "
-            f"({100 * s.p_beta_below_alpha / n:.1f} %) | {s.mde_median_pct:.2f} % |"
+            f"({100 * s.p_time_below_alpha / n:.1f} %) | {s.p_cycle_share_below_alpha} "
+            f"({100 * s.p_cycle_share_below_alpha / n:.1f} %) | {s.mde_median_pct:.2f} % |"
         )
     return "\n".join(lines)

@@ -293,13 +293,13 @@ def to_table(
         [np.repeat(np.arange(kernels), len(metric_names)), np.array([kernels])]
     )
     metric_of_row = np.array([*(list(metric_names) * kernels), ""], dtype=object)
-    mu_of_row = np.full((runs, cycles, func_index.size), np.nan)
+    metric_mean_of_row = np.full((runs, cycles, func_index.size), np.nan)
     for m, metric in enumerate(metric_names):
         columns = np.arange(kernels) * len(metric_names) + m
         if metric == CLOCK_METRIC:
-            mu_of_row[:, :, columns] = side.clock_mhz[:, :, None]
+            metric_mean_of_row[:, :, columns] = side.clock_mhz[:, :, None]
         elif metric == DRAM_METRIC:
-            mu_of_row[:, :, columns] = side.dram_pct
+            metric_mean_of_row[:, :, columns] = side.dram_pct
 
     rows_per_cycle = func_index.size
     run_ids = np.arange(first_run, first_run + runs)
@@ -315,8 +315,8 @@ def to_table(
             "func_type": np.tile(func_types[func_index], runs * cycles),
             "metric": np.tile(metric_of_row, runs * cycles),
             "time_ms": time_ms[:, :, func_index].ravel(),
-            "beta_pct": (100.0 * time_ms / cycle_ms[:, :, None])[:, :, func_index].ravel(),
-            "mu": mu_of_row.ravel(),
+            "cycle_share_pct": (100.0 * time_ms / cycle_ms[:, :, None])[:, :, func_index].ravel(),
+            "metric_mean": metric_mean_of_row.ravel(),
         },
         columns=list(TABLE_COLUMNS),
     )

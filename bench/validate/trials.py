@@ -48,8 +48,8 @@ class RowDigest:
     metric: str
     verdict: str
     p_time: float  # Welch on time per cycle: the test behind q_value and the verdict
-    p_beta: float
-    p_mu: float
+    p_cycle_share: float
+    p_metric_mean: float
     q_value: float
     time_delta_ms: float
     time_ci_low_ms: float
@@ -87,8 +87,8 @@ def digest(comparison: Comparison) -> TrialDigest:
             metric=row.metric,
             verdict=row.verdict,
             p_time=row.p_time,
-            p_beta=row.p_beta,
-            p_mu=row.p_mu,
+            p_cycle_share=row.p_cycle_share,
+            p_metric_mean=row.p_metric_mean,
             q_value=row.q_value,
             time_delta_ms=row.time_delta_ms,
             time_ci_low_ms=row.time_ci_low_ms,

@@ -5,11 +5,12 @@ metric). Every producer (run-file builder, LatencyPrism importer, the validation
 exactly these columns and every consumer (statistics) reads only these, so the format is stated
 here and nowhere else (HolisticTraceAnalysis's "columns as data").
 
-Conventions: ``time_ms`` and ``beta_pct`` are the function's time in the cycle (identical on
-every metric row of one function and cycle); ``mu`` is the metric's time-weighted mean while the
-function ran, in the metric's own unit (NaN: no sample), and ``metric`` is "" on the row of a
-function without metric samples. ``launches`` is optional (kernel launches in the cycle; imported
-data lacks it).
+Conventions: ``time_ms`` and ``cycle_share_pct`` are the function's time in the cycle, in ms
+and as a percentage of the cycle (LatencyPrism's β; identical on every metric row of one
+function and cycle); ``metric_mean`` (LatencyPrism's μ) is the metric's time-weighted mean
+while the function ran, in the metric's own unit (NaN: no sample), and ``metric`` is "" on the
+row of a function without metric samples. ``launches`` is optional (kernel launches in the
+cycle; imported data lacks it).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ FUNCTION: Final = "function"
 FUNC_TYPE: Final = "func_type"
 METRIC: Final = "metric"
 TIME_MS: Final = "time_ms"
-BETA_PCT: Final = "beta_pct"
-MU: Final = "mu"
+CYCLE_SHARE_PCT: Final = "cycle_share_pct"  # 0-100 (can exceed 100 for CPU time)
+METRIC_MEAN: Final = "metric_mean"
 LAUNCHES: Final = "launches"  # optional
 
 # column -> numpy dtype kind it must have ("i" int, "f" float, "O"/"U" str -> "s")
@@ -47,8 +48,8 @@ COLUMNS: Final[Mapping[str, str]] = {
     FUNC_TYPE: "s",
     METRIC: "s",
     TIME_MS: "f",
-    BETA_PCT: "f",
-    MU: "f",
+    CYCLE_SHARE_PCT: "f",
+    METRIC_MEAN: "f",
 }
 OPTIONAL_COLUMNS: Final[Mapping[str, str]] = {LAUNCHES: "f"}
 

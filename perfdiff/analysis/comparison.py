@@ -202,11 +202,11 @@ class _FunctionStats:
     device: str
     function: str
     func_type: str
-    beta_n: float
-    beta_a: float
-    z_beta: float
-    p_beta: float
-    u_p_beta: float
+    cycle_share_n: float
+    cycle_share_a: float
+    z_cycle_share: float
+    p_cycle_share: float
+    u_p_cycle_share: float
     time_n: float
     time_a: float
     time_ci: tuple[float, float]
@@ -275,7 +275,7 @@ def _function_stats(
     unit: TestUnit,
 ) -> list[_FunctionStats]:
     t = [group_rows(u.time_ms, group).reindex(columns=common).to_numpy() for u in units]
-    b = [group_rows(u.beta_pct, group).reindex(columns=common).to_numpy() for u in units]
+    b = [group_rows(u.cycle_share_pct, group).reindex(columns=common).to_numpy() for u in units]
     rel_floor, batched = noise_model(units, group, opts, unit)
     paired = batched and paired_positions(units, group)
     # GPU idle is the remainder of the cycle: between runs it moves with the whole cycle (host
@@ -285,11 +285,11 @@ def _function_stats(
     row_floor = np.where(is_idle, REL_SE_FLOOR, rel_floor)  # idle's is in `floors`
     floors = {
         "time": np.where(is_idle, cycle_floor * np.nan_to_num(cycle_ms), ABS_SE_FLOOR),
-        "beta": np.where(is_idle, cycle_floor * 100.0, ABS_SE_FLOOR),
+        "cycle_share": np.where(is_idle, cycle_floor * 100.0, ABS_SE_FLOOR),
     }
     tests: dict[str, WelchResult] = {}
     noise_t = inflation(units, group, common, "time", batched, opts.n_batches)
-    for what, samples in (("time", t), ("beta", b)):
+    for what, samples in (("time", t), ("cycle_share", b)):
         if paired:
             pair_noise = paired_inflation(units, group, common, what, opts.n_batches)
             tests[what] = paired_by_position(
@@ -316,8 +316,8 @@ def _function_stats(
             df_factor_normal=side_noise[0].df_factor,
             df_factor_abnormal=side_noise[1].df_factor,
         )
-    w_time, w_beta = tests["time"], tests["beta"]
-    u_beta = mann_whitney_p(b[0], b[1])
+    w_time, w_cycle_share = tests["time"], tests["cycle_share"]
+    u_cycle_share = mann_whitney_p(b[0], b[1])
     ci_low, ci_high = bootstrap_delta_ci(
         t[0],
         t[1],
@@ -326,7 +326,7 @@ def _function_stats(
         target_se=interval_se(t, w_time.se, noise_t, batched),
         target_df=w_time.df if batched else None,
     )
-    primary = w_time if comparable else w_beta
+    primary = w_time if comparable else w_cycle_share
     threshold = (
         opts.practical_threshold_pct / 100.0 * cycle_ms
         if comparable
@@ -335,7 +335,7 @@ def _function_stats(
     m_tests = max(1, len(common))
     # 80 % power for a change that must also *exceed* the practical threshold
     # ... against the SE the test will have at that change (the run-to-run floor grows with it)
-    primary_abs_floor = floors["time"] if comparable else floors["beta"]
+    primary_abs_floor = floors["time"] if comparable else floors["cycle_share"]
     mde = minimum_detectable_floored(
         primary.se,
         primary.df,
@@ -356,11 +356,11 @@ def _function_stats(
                 device=group[1],
                 function=name,
                 func_type=types.get(name, ""),
-                beta_n=float(w_beta.mean_normal[j]),
-                beta_a=float(w_beta.mean_abnormal[j]),
-                z_beta=float(w_beta.z[j]),
-                p_beta=float(w_beta.p[j]),
-                u_p_beta=float(u_beta[j]),
+                cycle_share_n=float(w_cycle_share.mean_normal[j]),
+                cycle_share_a=float(w_cycle_share.mean_abnormal[j]),
+                z_cycle_share=float(w_cycle_share.z[j]),
+                p_cycle_share=float(w_cycle_share.p[j]),
+                u_p_cycle_share=float(u_cycle_share[j]),
                 time_n=float(w_time.mean_normal[j]),
                 time_a=float(w_time.mean_abnormal[j]),
                 time_ci=(float(ci_low[j]), float(ci_high[j])),
@@ -394,15 +394,15 @@ def _metric_stats(
     units: tuple[SideUnits, SideUnits], group: tuple[int, str], common: list[str]
 ) -> pd.DataFrame:
     """μ statistics for every (function, metric) of the group's common functions."""
-    mus = [group_rows(u.mu, group) for u in units]
+    metric_means = [group_rows(u.metric_mean, group) for u in units]
     wanted = set(common)
     keys: list[tuple[str, str]] = sorted(
-        {(str(k[0]), str(k[1])) for m in mus for k in m.columns if k[0] in wanted}
+        {(str(k[0]), str(k[1])) for m in metric_means for k in m.columns if k[0] in wanted}
     )
     if not keys:
         return pd.DataFrame()
-    x = mus[0].reindex(columns=pd.MultiIndex.from_tuples(keys)).to_numpy(dtype=np.float64)
-    y = mus[1].reindex(columns=pd.MultiIndex.from_tuples(keys)).to_numpy(dtype=np.float64)
+    x = metric_means[0].reindex(columns=pd.MultiIndex.from_tuples(keys)).to_numpy(dtype=np.float64)
+    y = metric_means[1].reindex(columns=pd.MultiIndex.from_tuples(keys)).to_numpy(dtype=np.float64)
     w = welch(x, y)
     w_log = welch(*relative_logs(x, y))
     u = mann_whitney_p(x, y)
@@ -412,14 +412,14 @@ def _metric_stats(
             C.DEVICE: group[1],
             C.FUNCTION: [k[0] for k in keys],
             C.METRIC: [k[1] for k in keys],
-            "mu_n": w.mean_normal,
-            "mu_a": w.mean_abnormal,
-            "z_mu": w.z,
-            "z_log_mu": w_log.z,
-            "d_log_mu": w_log.delta,
-            "p_mu": w.p,
-            "u_p_mu": u,
-            "mu_constant": w.constant,
+            "metric_mean_n": w.mean_normal,
+            "metric_mean_a": w.mean_abnormal,
+            "z_metric_mean": w.z,
+            "z_log_metric_mean": w_log.z,
+            "d_log_metric_mean": w_log.delta,
+            "p_metric_mean": w.p,
+            "u_p_metric_mean": u,
+            "metric_mean_constant": w.constant,
         }
     )
 
@@ -441,10 +441,13 @@ def _metric_rows(
         empty: list[dict[str, object]] = [{C.METRIC: ""}]
         recs = by_fn.get((f.pid, f.device, f.function)) or empty
         for rec in recs:
-            z_log = _f(rec.get("z_log_mu", nan))
-            z_beta = f.z_beta
-            score = abs(f.beta_a - f.beta_n) * (abs0(z_beta) + abs0(z_log))
-            mu_n, mu_a = _f(rec.get("mu_n", nan)), _f(rec.get("mu_a", nan))
+            z_log = _f(rec.get("z_log_metric_mean", nan))
+            z_cycle_share = f.z_cycle_share
+            score = abs(f.cycle_share_a - f.cycle_share_n) * (abs0(z_cycle_share) + abs0(z_log))
+            metric_mean_n, metric_mean_a = (
+                _f(rec.get("metric_mean_n", nan)),
+                _f(rec.get("metric_mean_a", nan)),
+            )
             rows.append(
                 MetricRow(
                     function=f.function,
@@ -452,19 +455,19 @@ def _metric_rows(
                     metric=str(rec[C.METRIC]),
                     device=f.device,
                     pid=f.pid,
-                    beta_normal=f.beta_n,
-                    beta_abnormal=f.beta_a,
-                    delta_beta=f.beta_a - f.beta_n,
-                    z_beta=z_beta,
-                    p_beta=f.p_beta,
-                    u_p_beta=f.u_p_beta,
-                    mu_normal=mu_n,
-                    mu_abnormal=mu_a,
-                    delta_mu=mu_a - mu_n,
-                    z_mu=_f(rec.get("z_mu", nan)),
-                    z_log_mu=z_log,
-                    p_mu=_f(rec.get("p_mu", nan)),
-                    u_p_mu=_f(rec.get("u_p_mu", nan)),
+                    cycle_share_pct_normal=f.cycle_share_n,
+                    cycle_share_pct_abnormal=f.cycle_share_a,
+                    delta_cycle_share_pp=f.cycle_share_a - f.cycle_share_n,
+                    z_cycle_share=z_cycle_share,
+                    p_cycle_share=f.p_cycle_share,
+                    u_p_cycle_share=f.u_p_cycle_share,
+                    metric_mean_normal=metric_mean_n,
+                    metric_mean_abnormal=metric_mean_a,
+                    delta_metric_mean=metric_mean_a - metric_mean_n,
+                    z_metric_mean=_f(rec.get("z_metric_mean", nan)),
+                    z_log_metric_mean=z_log,
+                    p_metric_mean=_f(rec.get("p_metric_mean", nan)),
+                    u_p_metric_mean=_f(rec.get("u_p_metric_mean", nan)),
                     suspicion=score,
                     q_value=f.q,
                     time_ms_normal=f.time_n if comparable else nan,
@@ -493,7 +496,9 @@ def _report_mde(
 ) -> float:
     """The largest MDE among kernels taking >= 1 % of the cycle, in % of cycle time."""
     candidates = [
-        f for f in fstats if f.func_type in C.KERNEL_TYPES and max(f.beta_n, f.beta_a) >= 1.0
+        f
+        for f in fstats
+        if f.func_type in C.KERNEL_TYPES and max(f.cycle_share_n, f.cycle_share_a) >= 1.0
     ] or fstats
     values = []
     for f in candidates:

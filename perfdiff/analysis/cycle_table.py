@@ -107,7 +107,7 @@ class _Rows:
     time_ms: FloatArray
     launches: FloatArray
     metric: np.ndarray
-    mu: FloatArray
+    metric_mean: FloatArray
 
     @staticmethod
     def concat(parts: list[_Rows]) -> _Rows:
@@ -127,7 +127,7 @@ def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
     k = run.kernels
     in_cycle = np.isin(k.cycle, cycles.index)
     launches = _Launches.of(run, in_cycle, cycles)
-    kernel_rows, kernel_mu, metric_names = _kernel_rows(run, launches, cycles, names)
+    kernel_rows, kernel_metric_means, metric_names = _kernel_rows(run, launches, cycles, names)
     idle = _idle_rows(launches, cycles, names[-1])
     transfers = [
         _transfer_rows(run.memcpy, cycles.index, prefix="Memcpy ", func_type="memcpy"),
@@ -138,12 +138,14 @@ def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
         return C.empty_cycle_table()  # nothing ran on any device in the measured cycles
     blocks = []
     metric_devices: set[int] = set()
-    for (device, name), mu in zip(metric_names, kernel_mu, strict=True):
+    for (device, name), metric_mean in zip(metric_names, kernel_metric_means, strict=True):
         metric_devices.add(device)
         on_device = np.flatnonzero(kernel_rows.dev == device)
-        blocks.append(_select(kernel_rows, on_device, metric=name, mu=mu[on_device]))
+        blocks.append(
+            _select(kernel_rows, on_device, metric=name, metric_mean=metric_mean[on_device])
+        )
     no_metric = np.flatnonzero(~np.isin(kernel_rows.dev, sorted(metric_devices)))
-    blocks.append(_select(kernel_rows, no_metric, metric="", mu=None))
+    blocks.append(_select(kernel_rows, no_metric, metric="", metric_mean=None))
     blocks.append(other)
     rows = _Rows.concat(blocks)
     at = cycles.position(rows.cycle)
@@ -160,15 +162,16 @@ def _run_table(run: Run, names: np.ndarray, pid: int) -> pd.DataFrame:
             C.FUNC_TYPE: rows.func_type,
             C.METRIC: rows.metric,
             C.TIME_MS: rows.time_ms,
-            C.BETA_PCT: 100.0 * rows.time_ms / cycle_ms,
-            C.MU: rows.mu,
+            C.CYCLE_SHARE_PCT: 100.0 * rows.time_ms / cycle_ms,
+            C.METRIC_MEAN: rows.metric_mean,
             C.LAUNCHES: rows.launches.astype(np.float64),
         }
     )
 
 
-def _select(rows: _Rows, at: IntArray, *, metric: str, mu: FloatArray | None) -> _Rows:
-    """Rows ``at`` of ``rows``, labelled with one metric and its μ (None: NaN)."""
+def _select(rows: _Rows, at: IntArray, *, metric: str,
+            metric_mean: FloatArray | None) -> _Rows:
+    """Rows ``at`` of ``rows``, labelled with one metric and its metric mean μ (None: NaN)."""
     n = at.shape[0]
     return _Rows(
         dev=rows.dev[at],
@@ -178,7 +181,7 @@ def _select(rows: _Rows, at: IntArray, *, metric: str, mu: FloatArray | None) ->
         time_ms=rows.time_ms[at],
         launches=rows.launches[at],
         metric=_constant(metric, n),
-        mu=np.full(n, np.nan) if mu is None else mu,
+        metric_mean=np.full(n, np.nan) if metric_mean is None else metric_mean,
     )
 
 
@@ -282,11 +285,11 @@ def _kernel_rows(
         time_ms=np.asarray(time_ms.to_numpy(), dtype=np.float64),
         launches=grouped.size().to_numpy().astype(np.float64),
         metric=_constant("", n),
-        mu=np.full(n, np.nan),
+        metric_mean=np.full(n, np.nan),
     )
     means = launch_means(launches.start, launches.end, launches.dev, run.metrics)
-    mus = _weighted_sums(run, launches, key, group_key, dur_ns.astype(np.float64), means)
-    return rows, mus, metric_names
+    metric_means = _weighted_sums(run, launches, key, group_key, dur_ns.astype(np.float64), means)
+    return rows, metric_means, metric_names
 
 
 def _weighted_sums(
@@ -306,7 +309,7 @@ def _weighted_sums(
     value, instead of one group-by each.
     """
     n = group_key.shape[0]
-    mus: list[FloatArray] = [np.full(n, np.nan) for _ in series_means]
+    metric_means: list[FloatArray] = [np.full(n, np.nan) for _ in series_means]
     joint: dict[str, FloatArray] = {}
     for i, (series, means) in enumerate(zip(run.metrics, series_means, strict=True)):
         on = (launches.dev == series.device) & np.isfinite(means)
@@ -315,7 +318,7 @@ def _weighted_sums(
             sums = pd.DataFrame({"w": dur[on], "wv": dur[on] * means[on]}).groupby(
                 on_key, sort=True
             ).sum()
-            _divide_into(mus[i], group_key, sums.index.to_numpy(), sums["wv"], sums["w"])
+            _divide_into(metric_means[i], group_key, sums.index.to_numpy(), sums["wv"], sums["w"])
         else:
             joint[f"w{i}"] = np.where(on, dur, np.nan)
             joint[f"wv{i}"] = np.where(on, dur * means, np.nan)
@@ -323,9 +326,9 @@ def _weighted_sums(
         sums = pd.DataFrame(joint).groupby(key, sort=True).sum()
         for i in range(len(series_means)):
             if f"w{i}" in joint:
-                _divide_into(mus[i], group_key, sums.index.to_numpy(), sums[f"wv{i}"],
+                _divide_into(metric_means[i], group_key, sums.index.to_numpy(), sums[f"wv{i}"],
                              sums[f"w{i}"])
-    return mus
+    return metric_means
 
 
 def _divide_into(
@@ -345,7 +348,7 @@ def _empty_rows() -> _Rows:
         time_ms=nothing,
         launches=nothing,
         metric=np.empty(0, dtype=object),
-        mu=nothing,
+        metric_mean=nothing,
     )
 
 
@@ -374,7 +377,7 @@ def _idle_rows(launches: _Launches, cycles: _Cycles, idle_name: str) -> _Rows:
         time_ms=idle_ms,
         launches=np.full(n, np.nan),
         metric=_constant("", n),
-        mu=np.full(n, np.nan),
+        metric_mean=np.full(n, np.nan),
     )
 
 
@@ -456,5 +459,5 @@ def _transfer_as_rows(frame: pd.DataFrame) -> _Rows:
         time_ms=frame[C.TIME_MS].to_numpy(dtype=np.float64),
         launches=frame[C.LAUNCHES].to_numpy(dtype=np.float64),
         metric=_constant("", n),
-        mu=np.full(n, np.nan),
+        metric_mean=np.full(n, np.nan),
     )

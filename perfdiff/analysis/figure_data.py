@@ -76,7 +76,7 @@ def forest_rows(comparison: Comparison, top: int = DEFAULT_FOREST_ROWS) -> Fores
         if comparable:
             delta, low, high = r.time_delta_ms, r.time_ci_low_ms, r.time_ci_high_ms
         else:
-            delta, low, high = r.delta_beta, math.nan, math.nan
+            delta, low, high = r.delta_cycle_share_pp, math.nan, math.nan
         if not math.isfinite(delta):
             continue
         heads[key] = ForestRow(r.function, r.device, r.pid, delta, low, high, r.verdict, unit,
@@ -282,8 +282,8 @@ class MetricSpread:
     metric: str
     normal: tuple[float, ...]
     abnormal: tuple[float, ...]
-    mu_normal: float  # the report's time-weighted means (what the prose says)
-    mu_abnormal: float
+    metric_mean_normal: float  # the report's time-weighted means (what the prose says)
+    metric_mean_abnormal: float
     p_value: float
 
 
@@ -305,9 +305,19 @@ def metric_spreads(comparison: Comparison, tables: tuple[pd.DataFrame, pd.DataFr
         rows = [_finding_rows(t, finding.pid, finding.device, finding.function) for t in aligned]
         for move in picked:
             values = [_values(r, move.metric) for r in rows]
-            out.append(MetricSpread(finding.function, finding.device, finding.pid, move.metric,
-                                    values[0], values[1], move.mu_normal, move.mu_abnormal,
-                                    move.p_value))
+            out.append(
+                MetricSpread(
+                    finding.function,
+                    finding.device,
+                    finding.pid,
+                    move.metric,
+                    values[0],
+                    values[1],
+                    move.metric_mean_normal,
+                    move.metric_mean_abnormal,
+                    move.p_value,
+                )
+            )
     return tuple(out)
 
 
@@ -316,11 +326,11 @@ def _finding_rows(table: pd.DataFrame, pid: int | None, device: str,
     mask = (table[C.FUNCTION] == function) & (table[C.DEVICE] == device)
     if pid is not None:
         mask &= table[C.PID] == pid
-    return table.loc[mask, [C.METRIC, C.MU]]
+    return table.loc[mask, [C.METRIC, C.METRIC_MEAN]]
 
 
 def _values(rows: pd.DataFrame, metric: str) -> tuple[float, ...]:
-    values = rows.loc[rows[C.METRIC] == metric, C.MU].to_numpy(dtype=np.float64)
+    values = rows.loc[rows[C.METRIC] == metric, C.METRIC_MEAN].to_numpy(dtype=np.float64)
     return tuple(float(v) for v in values[np.isfinite(values)])
 
 

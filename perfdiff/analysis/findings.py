@@ -29,7 +29,7 @@ def abs0(value: float) -> float:
 
 def primary_change(row: MetricRow) -> float:
     """The change verdicts are about: time per cycle, or β when cycles are not comparable."""
-    return row.time_delta_ms if np.isfinite(row.time_delta_ms) else row.delta_beta
+    return row.time_delta_ms if np.isfinite(row.time_delta_ms) else row.delta_cycle_share_pp
 
 
 def key_findings(
@@ -50,8 +50,8 @@ def key_findings(
     by_fn: dict[tuple[int | None, str, str], list[MetricRow]] = {}
     for row in rows:
         by_fn.setdefault((row.pid, row.device, row.function), []).append(row)
-    q_mu = bh_qvalues(np.asarray([r.p_mu for r in rows], dtype=np.float64))
-    q_of = {id(r): float(q) for r, q in zip(rows, q_mu, strict=True)}
+    q_metric_mean = bh_qvalues(np.asarray([r.p_metric_mean for r in rows], dtype=np.float64))
+    q_of = {id(r): float(q) for r, q in zip(rows, q_metric_mean, strict=True)}
     moves_of = {
         key: sorted(
             (m for m in fn_rows if _moved(m, q_of[id(m)], opts.alpha)),
@@ -74,7 +74,9 @@ def key_findings(
     else:
         heads = {k: v[0] for k, v in by_fn.items() if moves_of[k]}
         weight = {
-            k: (r.beta_normal + r.beta_abnormal) / 200.0 * abs(log_change(moves_of[k][0]))
+            k: (r.cycle_share_pct_normal + r.cycle_share_pct_abnormal)
+            / 200.0
+            * abs(log_change(moves_of[k][0]))
             for k, r in heads.items()
         }
     # With several devices, a collective that grew is usually a fast rank waiting for the
@@ -87,11 +89,18 @@ def key_findings(
     findings = []
     for key, row in ordered[: max(0, opts.top)]:
         moves = moves_of[key]
-        findings.append(finding_of(
-            row,
-            p_value=row.p_time if np.isfinite(row.time_delta_ms) else row.p_beta,
-            moves=[MetricMove(m.metric, m.mu_normal, m.mu_abnormal, m.p_mu) for m in moves],
-        ))
+        findings.append(
+            finding_of(
+                row,
+                p_value=row.p_time if np.isfinite(row.time_delta_ms) else row.p_cycle_share,
+                moves=[
+                    MetricMove(
+                        m.metric, m.metric_mean_normal, m.metric_mean_abnormal, m.p_metric_mean
+                    )
+                    for m in moves
+                ],
+            )
+        )
     return findings
 
 
@@ -102,9 +111,9 @@ def finding_of(row: MetricRow, *, p_value: float, moves: list[MetricMove]) -> Fi
         device=row.device,
         pid=row.pid,
         verdict=row.verdict,
-        beta_normal=row.beta_normal,
-        beta_abnormal=row.beta_abnormal,
-        delta_beta=row.delta_beta,
+        cycle_share_pct_normal=row.cycle_share_pct_normal,
+        cycle_share_pct_abnormal=row.cycle_share_pct_abnormal,
+        delta_cycle_share_pp=row.delta_cycle_share_pp,
         time_ms_normal=row.time_ms_normal,
         time_ms_abnormal=row.time_ms_abnormal,
         time_delta_ms=row.time_delta_ms,
@@ -129,23 +138,23 @@ def is_device_state(metric: str) -> bool:
 
 def log_change(row: MetricRow) -> float:
     """log(μ_abnormal / μ_normal), with a small offset so that 0 -> x stays finite."""
-    a, b = abs(row.mu_normal), abs(row.mu_abnormal)
+    a, b = abs(row.metric_mean_normal), abs(row.metric_mean_abnormal)
     if not (np.isfinite(a) and np.isfinite(b)):
         return 0.0
     eps = 1e-3 * max(a, b, 1e-300)
     return float(np.log((b + eps) / (a + eps)))
 
 
-def _moved(row: MetricRow, q_mu: float, alpha: float) -> bool:
+def _moved(row: MetricRow, q_metric_mean: float, alpha: float) -> bool:
     """A metric moved with a finding: significant (or exact) and not negligibly small."""
-    if not row.metric or not np.isfinite(row.delta_mu):
+    if not row.metric or not np.isfinite(row.delta_metric_mean):
         return False
-    base = max(abs(row.mu_normal), abs(row.mu_abnormal), 1e-12)
-    if abs(row.delta_mu) / base < MIN_METRIC_MOVE_REL:
+    base = max(abs(row.metric_mean_normal), abs(row.metric_mean_abnormal), 1e-12)
+    if abs(row.delta_metric_mean) / base < MIN_METRIC_MOVE_REL:
         return False
-    if np.isfinite(q_mu):
-        return q_mu < alpha
-    return not np.isfinite(row.p_mu) and row.n_normal >= 2 and row.n_abnormal >= 2
+    if np.isfinite(q_metric_mean):
+        return q_metric_mean < alpha
+    return not np.isfinite(row.p_metric_mean) and row.n_normal >= 2 and row.n_abnormal >= 2
 
 
 def rank_rows(rows: list[MetricRow], findings: list[Finding]) -> list[MetricRow]:
@@ -162,7 +171,7 @@ def rank_rows(rows: list[MetricRow], findings: list[Finding]) -> list[MetricRow]
             group,
             order.get(fk, 0) if group == 0 else -changed.get(fk, 0.0),
             -abs0(r.suspicion),
-            -abs0(r.z_log_mu),
+            -abs0(r.z_log_metric_mean),
             r.function,
             r.device,
             r.metric,

@@ -52,9 +52,9 @@ def find_regressions(comparison: Comparison, threshold_pct: float) -> list[Regre
             continue
         seen.add(key)
         if not change.comparable:
-            if row.delta_beta > threshold_pct:
+            if row.delta_cycle_share_pp > threshold_pct:
                 found.append(Regression("share of cycle", row.function, row.device,
-                                        row.delta_beta, threshold_pct))
+                                        row.delta_cycle_share_pp, threshold_pct))
             continue
         share = _share_of_cycle(row.time_delta_ms, comparison)
         if share > threshold_pct:

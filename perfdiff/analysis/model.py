@@ -74,26 +74,32 @@ class CycleTimeChange:
 
 @dataclass(frozen=True)
 class MetricRow:
-    """One (function, metric, device, pid) row of the detailed comparison table."""
+    """One (function, metric, device, pid) row of the detailed comparison table.
+
+    ``cycle_share_*`` is LatencyPrism's β and ``metric_mean_*`` its μ; the report prints those
+    symbols and ``--format json`` keeps the names ``beta_*`` / ``mu_*``
+    (:data:`perfdiff.report.json_report.JSON_KEY_OF_FIELD`).
+    """
 
     function: str  # full (demangled) name; renderers shorten, JSON keeps it
     func_type: str  # "kernel", "idle", "memcpy", "memset", or an imported type ("oncpu", ...)
     metric: str  # "" when the function has no metric samples
     device: str  # "GPU 0", "Host", ...
     pid: int | None
-    beta_normal: float  # mean share of cycle time, %
-    beta_abnormal: float
-    delta_beta: float  # percentage points
-    z_beta: float
-    p_beta: float  # Welch t-test
-    u_p_beta: float  # Mann-Whitney U
-    mu_normal: float  # time-weighted mean of the metric while the function ran
-    mu_abnormal: float
-    delta_mu: float
-    z_mu: float
-    z_log_mu: float
-    p_mu: float
-    u_p_mu: float
+    cycle_share_pct_normal: float  # mean share of cycle time, %
+    cycle_share_pct_abnormal: float
+    delta_cycle_share_pp: float  # percentage points
+    z_cycle_share: float
+    p_cycle_share: float  # Welch t-test
+    u_p_cycle_share: float  # Mann-Whitney U
+    metric_mean_normal: float  # time-weighted mean of the metric while the function ran (unit
+    # of the metric; seed-compatible mode: LatencyPrism's x100 convention)
+    metric_mean_abnormal: float
+    delta_metric_mean: float
+    z_metric_mean: float
+    z_log_metric_mean: float
+    p_metric_mean: float
+    u_p_metric_mean: float
     suspicion: float  # |Δβ| · (|Z(β)| + |Z(log μ)|)
     q_value: float  # Benjamini-Hochberg across the report's tests
     time_ms_normal: float  # mean time in the function per cycle
@@ -105,7 +111,7 @@ class MetricRow:
     n_normal: int  # samples behind the tests (runs, batches or cycles: see Comparison.test_unit)
     n_abnormal: int
     # added by the statistics: Welch p of time per cycle (the test behind q_value when cycle
-    # times are comparable; otherwise q_value comes from p_beta)
+    # times are comparable; otherwise q_value comes from p_cycle_share)
     p_time: float = float("nan")
 
 
@@ -114,8 +120,8 @@ class MetricMove:
     """A metric change that moved with a finding (key-findings prose)."""
 
     metric: str
-    mu_normal: float
-    mu_abnormal: float
+    metric_mean_normal: float
+    metric_mean_abnormal: float
     p_value: float
 
 
@@ -127,9 +133,9 @@ class Finding:
     device: str
     pid: int | None
     verdict: Verdict
-    beta_normal: float
-    beta_abnormal: float
-    delta_beta: float
+    cycle_share_pct_normal: float
+    cycle_share_pct_abnormal: float
+    delta_cycle_share_pp: float
     time_ms_normal: float
     time_ms_abnormal: float
     time_delta_ms: float

@@ -107,7 +107,7 @@ def _per_cycle(
 ) -> list[FloatArray]:
     out = []
     for u in units:
-        frame = u.per_cycle_time_ms if what == "time" else u.per_cycle_beta_pct
+        frame = u.per_cycle_time_ms if what == "time" else u.per_cycle_share_pct
         out.append(group_rows(frame, group).reindex(columns=common).fillna(0.0).to_numpy())
     return out
 

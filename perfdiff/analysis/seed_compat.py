@@ -46,7 +46,7 @@ from perfdiff.analysis.summary import (
     side_summary,
 )
 from perfdiff.analysis.units import side_units
-from perfdiff.readers.latencyprism import LP_MU_SCALE
+from perfdiff.readers.latencyprism import LP_METRIC_PCT_SCALE
 
 KEY = [C.PID, C.DEVICE, C.FUNCTION, C.METRIC]
 EVERY_CYCLE = 10**9  # "batches" of one cycle each
@@ -129,7 +129,7 @@ def _seed_rows(
     for key in keys:
         x, y = grouped[0][key], grouped[1][key]
         records.append(_seed_record(key, x, y, opts))
-    q = bh_qvalues(np.asarray([r[1]["p_beta"] for r in records], dtype=np.float64))
+    q = bh_qvalues(np.asarray([r[1]["p_cycle_share"] for r in records], dtype=np.float64))
     rows = []
     nan = math.nan
     for (ident, rec), qv in zip(records, q, strict=True):
@@ -141,20 +141,21 @@ def _seed_rows(
                 metric=ident[3],
                 device=ident[1],
                 pid=ident[0],
-                beta_normal=rec["bn"],
-                beta_abnormal=rec["ba"],
-                delta_beta=rec["ba"] - rec["bn"],
-                z_beta=rec["z_beta"],
-                p_beta=rec["p_beta"],
-                u_p_beta=rec["u_p_beta"],
-                mu_normal=rec["mun"],
-                mu_abnormal=rec["mua"],
-                delta_mu=rec["mua"] - rec["mun"],
-                z_mu=rec["z_mu"],
-                z_log_mu=rec["z_log_mu"],
-                p_mu=rec["p_mu"],
-                u_p_mu=rec["u_p_mu"],
-                suspicion=abs(rec["ba"] - rec["bn"]) * (abs(rec["z_beta"]) + abs(rec["z_log_mu"])),
+                cycle_share_pct_normal=rec["share_n"],
+                cycle_share_pct_abnormal=rec["share_a"],
+                delta_cycle_share_pp=rec["share_a"] - rec["share_n"],
+                z_cycle_share=rec["z_cycle_share"],
+                p_cycle_share=rec["p_cycle_share"],
+                u_p_cycle_share=rec["u_p_cycle_share"],
+                metric_mean_normal=rec["metric_n"],
+                metric_mean_abnormal=rec["metric_a"],
+                delta_metric_mean=rec["metric_a"] - rec["metric_n"],
+                z_metric_mean=rec["z_metric_mean"],
+                z_log_metric_mean=rec["z_log_metric_mean"],
+                p_metric_mean=rec["p_metric_mean"],
+                u_p_metric_mean=rec["u_p_metric_mean"],
+                suspicion=abs(rec["share_a"] - rec["share_n"])
+                * (abs(rec["z_cycle_share"]) + abs(rec["z_log_metric_mean"])),
                 q_value=float(qv),
                 time_ms_normal=rec["tn"] if comparable else nan,
                 time_ms_abnormal=rec["ta"] if comparable else nan,
@@ -174,10 +175,10 @@ def _seed_rows(
 def _seed_record(
     key: tuple[object, ...], x: pd.DataFrame, y: pd.DataFrame, opts: CompareOptions
 ) -> tuple[tuple[int, str, str, str, str], dict[str, float]]:
-    bx = x[C.BETA_PCT].to_numpy(dtype=np.float64)
-    by = y[C.BETA_PCT].to_numpy(dtype=np.float64)
-    mx = x[C.MU].to_numpy(dtype=np.float64) * LP_MU_SCALE
-    my = y[C.MU].to_numpy(dtype=np.float64) * LP_MU_SCALE
+    bx = x[C.CYCLE_SHARE_PCT].to_numpy(dtype=np.float64)
+    by = y[C.CYCLE_SHARE_PCT].to_numpy(dtype=np.float64)
+    mx = x[C.METRIC_MEAN].to_numpy(dtype=np.float64) * LP_METRIC_PCT_SCALE
+    my = y[C.METRIC_MEAN].to_numpy(dtype=np.float64) * LP_METRIC_PCT_SCALE
     mx, my = mx[np.isfinite(mx)], my[np.isfinite(my)]
     tx = x[C.TIME_MS].to_numpy(dtype=np.float64)
     ty = y[C.TIME_MS].to_numpy(dtype=np.float64)
@@ -188,17 +189,17 @@ def _seed_record(
     log_x, log_y = np.log1p(np.abs(mx)), np.log1p(np.abs(my))
     ident = (int(str(key[0])), str(key[1]), str(key[2]), str(key[3]), str(x[C.FUNC_TYPE].iloc[0]))
     return ident, {
-        "bn": float(bx.mean()),
-        "ba": float(by.mean()),
-        "z_beta": _z_normal(bx, by),
-        "p_beta": _welch_p(bx, by),
-        "u_p_beta": _mwu_p(bx, by),
-        "mun": float(mx.mean()) if mx.size else math.nan,
-        "mua": float(my.mean()) if my.size else math.nan,
-        "z_mu": _z_normal(mx, my),
-        "z_log_mu": _z_normal(log_x, log_y),
-        "p_mu": _welch_p(mx, my),
-        "u_p_mu": _mwu_p(mx, my),
+        "share_n": float(bx.mean()),
+        "share_a": float(by.mean()),
+        "z_cycle_share": _z_normal(bx, by),
+        "p_cycle_share": _welch_p(bx, by),
+        "u_p_cycle_share": _mwu_p(bx, by),
+        "metric_n": float(mx.mean()) if mx.size else math.nan,
+        "metric_a": float(my.mean()) if my.size else math.nan,
+        "z_metric_mean": _z_normal(mx, my),
+        "z_log_metric_mean": _z_normal(log_x, log_y),
+        "p_metric_mean": _welch_p(mx, my),
+        "u_p_metric_mean": _mwu_p(mx, my),
         "tn": float(tx.mean()),
         "ta": float(ty.mean()),
         "ci_low": float(low[0]),
@@ -212,7 +213,7 @@ def _seed_record(
 def _verdict(rec: dict[str, float], q: float, opts: CompareOptions) -> Verdict:
     if float(rec["n_n"]) < 2 or float(rec["n_a"]) < 2:
         return "insufficient data"
-    delta = float(rec["ba"]) - float(rec["bn"])
+    delta = float(rec["share_a"]) - float(rec["share_n"])
     if np.isfinite(q) and q < opts.alpha and abs(delta) > opts.practical_threshold_pct:
         return "slower" if delta > 0 else "faster"
     return "no change"
@@ -232,9 +233,11 @@ def _seed_findings(rows: list[MetricRow], top: int) -> list[Finding]:
         mine = [r for r in rows if (r.pid, r.device, r.function) == key]
         head = mine[0]
         moves = [
-            MetricMove(r.metric, r.mu_normal, r.mu_abnormal, r.p_mu)
+            MetricMove(r.metric, r.metric_mean_normal, r.metric_mean_abnormal, r.p_metric_mean)
             for r in mine
-            if np.isfinite(r.p_mu) and r.p_mu < 0.05 and abs(r.z_mu) > SEED_MOVE_Z
+            if np.isfinite(r.p_metric_mean)
+            and r.p_metric_mean < 0.05
+            and abs(r.z_metric_mean) > SEED_MOVE_Z
         ]
-        findings.append(finding_of(head, p_value=head.p_beta, moves=moves))
+        findings.append(finding_of(head, p_value=head.p_cycle_share, moves=moves))
     return findings

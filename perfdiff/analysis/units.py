@@ -30,13 +30,13 @@ class SideUnits:
     """One side's per-unit means, wide: index (pid, device, unit), columns = function names."""
 
     time_ms: pd.DataFrame  # mean time per cycle in the unit (0 where absent)
-    beta_pct: pd.DataFrame
-    mu: pd.DataFrame  # columns (function, metric); time-weighted mean, NaN where no sample
+    cycle_share_pct: pd.DataFrame  # mean share of cycle time in the unit, % (0 where absent)
+    metric_mean: pd.DataFrame  # columns (function, metric); time-weighted mean, NaN where no sample
     func_type: pd.Series  # index (pid, device, function)
     launches: pd.Series  # mean launches per cycle, index (pid, device, function)
     cycles_per_group: pd.Series  # index (pid, device)
     per_cycle_time_ms: pd.DataFrame  # index (pid, device, run, cycle) in order, 0 where absent
-    per_cycle_beta_pct: pd.DataFrame
+    per_cycle_share_pct: pd.DataFrame
 
 
 def function_cycles(table: pd.DataFrame) -> pd.DataFrame:
@@ -44,7 +44,7 @@ def function_cycles(table: pd.DataFrame) -> pd.DataFrame:
     keys = [C.RUN, C.PID, C.DEVICE, C.CYCLE, C.FUNCTION]
     agg: dict[str, tuple[str, str]] = {
         C.TIME_MS: (C.TIME_MS, "max"),
-        C.BETA_PCT: (C.BETA_PCT, "max"),
+        C.CYCLE_SHARE_PCT: (C.CYCLE_SHARE_PCT, "max"),
         C.FUNC_TYPE: (C.FUNC_TYPE, "first"),
     }
     if C.LAUNCHES in table.columns:
@@ -69,16 +69,18 @@ def unit_assignment(table: pd.DataFrame, unit_kind: str, n_batches: int) -> pd.D
 
 
 def side_units(table: pd.DataFrame, unit_kind: str, n_batches: int) -> SideUnits:
-    """Per-unit means of time, β and μ for every function of one side."""
+    """Per-unit means of time, cycle share (β) and metric mean (μ) of every function of a side."""
     cycles = unit_assignment(table, unit_kind, n_batches)
     n_in_unit = cycles.groupby([*GROUP_KEY, UNIT]).size().rename("n_cycles")
     fn = function_cycles(table).merge(cycles, on=[C.RUN, C.PID, C.DEVICE, C.CYCLE])
-    sums = fn.groupby([*GROUP_KEY, UNIT, C.FUNCTION], observed=True)[[C.TIME_MS, C.BETA_PCT]].sum()
+    sums = fn.groupby([*GROUP_KEY, UNIT, C.FUNCTION], observed=True)[
+        [C.TIME_MS, C.CYCLE_SHARE_PCT]
+    ].sum()
     sums = sums.join(n_in_unit, on=[*GROUP_KEY, UNIT])
-    means = sums[[C.TIME_MS, C.BETA_PCT]].div(sums["n_cycles"], axis=0)
+    means = sums[[C.TIME_MS, C.CYCLE_SHARE_PCT]].div(sums["n_cycles"], axis=0)
     full_index = n_in_unit.index
     time_ms = means[C.TIME_MS].unstack(C.FUNCTION).reindex(full_index).fillna(0.0)
-    beta = means[C.BETA_PCT].unstack(C.FUNCTION).reindex(full_index).fillna(0.0)
+    cycle_share = means[C.CYCLE_SHARE_PCT].unstack(C.FUNCTION).reindex(full_index).fillna(0.0)
     n_cycles_group = cycles.groupby(GROUP_KEY).size()
     fn_key = [*GROUP_KEY, C.FUNCTION]
     func_type = fn.groupby(fn_key)[C.FUNC_TYPE].first()
@@ -101,37 +103,41 @@ def side_units(table: pd.DataFrame, unit_kind: str, n_batches: int) -> SideUnits
         )
         .reindex(cycle_index)
         .fillna(0.0)
-        for name in (C.TIME_MS, C.BETA_PCT)
+        for name in (C.TIME_MS, C.CYCLE_SHARE_PCT)
     }
     return SideUnits(
         per_cycle_time_ms=per_cycle[C.TIME_MS],
-        per_cycle_beta_pct=per_cycle[C.BETA_PCT],
+        per_cycle_share_pct=per_cycle[C.CYCLE_SHARE_PCT],
         time_ms=time_ms,
-        beta_pct=beta,
-        mu=_mu_units(table, cycles, full_index),
+        cycle_share_pct=cycle_share,
+        metric_mean=_metric_mean_units(table, cycles, full_index),
         func_type=func_type,
         launches=launches,
         cycles_per_group=n_cycles_group,
     )
 
 
-def _mu_units(table: pd.DataFrame, cycles: pd.DataFrame, full_index: pd.Index) -> pd.DataFrame:
-    """Time-weighted μ per unit for each (function, metric); plain mean if no time is known."""
-    rows = table[(table[C.METRIC] != "") & np.isfinite(table[C.MU].to_numpy())]
+def _metric_mean_units(
+    table: pd.DataFrame, cycles: pd.DataFrame, full_index: pd.Index
+) -> pd.DataFrame:
+    """Time-weighted metric mean (μ) per unit for each (function, metric).
+
+    A plain mean where no time is known."""
+    rows = table[(table[C.METRIC] != "") & np.isfinite(table[C.METRIC_MEAN].to_numpy())]
     if rows.empty:
         return pd.DataFrame(index=full_index)
-    rows = rows[[C.RUN, C.PID, C.DEVICE, C.CYCLE, C.FUNCTION, C.METRIC, C.TIME_MS, C.MU]].merge(
-        cycles, on=[C.RUN, C.PID, C.DEVICE, C.CYCLE]
-    )
+    rows = rows[
+        [C.RUN, C.PID, C.DEVICE, C.CYCLE, C.FUNCTION, C.METRIC, C.TIME_MS, C.METRIC_MEAN]
+    ].merge(cycles, on=[C.RUN, C.PID, C.DEVICE, C.CYCLE])
     weight = np.where(rows[C.TIME_MS].to_numpy() > 0, rows[C.TIME_MS].to_numpy(), 0.0)
-    rows = rows.assign(w=weight, wv=weight * rows[C.MU].to_numpy(), one=1.0)
+    rows = rows.assign(w=weight, wv=weight * rows[C.METRIC_MEAN].to_numpy(), one=1.0)
     g = rows.groupby([*GROUP_KEY, UNIT, C.FUNCTION, C.METRIC], observed=True)[
-        ["w", "wv", C.MU, "one"]
+        ["w", "wv", C.METRIC_MEAN, "one"]
     ].sum()
     with np.errstate(invalid="ignore", divide="ignore"):
-        mu = np.where(g["w"] > 0, g["wv"] / g["w"], g[C.MU] / g["one"])
-    mu_series = pd.Series(mu, index=g.index)
-    return mu_series.unstack([C.FUNCTION, C.METRIC]).reindex(full_index)
+        means = np.where(g["w"] > 0, g["wv"] / g["w"], g[C.METRIC_MEAN] / g["one"])
+    metric_mean_series = pd.Series(means, index=g.index)
+    return metric_mean_series.unstack([C.FUNCTION, C.METRIC]).reindex(full_index)
 
 
 def groups_of(frame: pd.DataFrame | pd.Series) -> list[tuple[int, str]]:

@@ -8,7 +8,8 @@ our statistics unchanged.
 
 Why the conversions:
 - ``mu_pct`` is the metric multiplied by 100 for *every* metric (clocks, bytes too): divide by
-  100 so μ is in the metric's own unit. ``LP_MU_SCALE`` lets seed-compatible mode undo this.
+  100 so the metric mean (μ) is in the metric's own unit. ``LP_METRIC_PCT_SCALE`` lets
+  seed-compatible mode undo this.
 - ``beta_pct`` is kept as written (it can differ between metric rows of one function and cycle
   when a metric lacked samples; the statistics take the function's time once per cycle).
 - pids, devices and ``anchor_name`` are kept, so several ranks stay apart and cycles cut at
@@ -30,7 +31,7 @@ from perfdiff.errors import InputError
 
 PERF_FILE = "result_perf_data.csv"
 COUNTERS_FILE = "result_counters_data.csv"
-LP_MU_SCALE = 100.0  # LatencyPrism's mu_pct = metric x 100
+LP_METRIC_PCT_SCALE = 100.0  # LatencyPrism's mu_pct = metric x 100
 _REQUIRED = (
     "cycle",
     "pid",
@@ -130,18 +131,22 @@ def _check_sense(conv: dict[str, pd.Series], raw: pd.DataFrame, source: str) -> 
     """Refuse rows no measurement can produce, naming the first (one line).
 
     Durations and shares are non-negative and finite, a cycle lasts a positive finite time,
-    μ is finite or missing (NaN), and no function's time in a cycle exceeds the whole run of
-    that process (the sum of its cycles). Shares above 100 % and a function's time above its
-    cycle's are kept: LatencyPrism sums a function over threads (seen up to 234 % in its own
-    exports).
+    the metric (``mu_pct``) is finite or missing (NaN), and no function's time in a cycle
+    exceeds the whole run of that process (the sum of its cycles). Shares above 100 % and a
+    function's time above its cycle's are kept: LatencyPrism sums a function over threads (seen
+    up to 234 % in its own exports).
     """
     duration, anchor = conv["duration"], conv["anchor_dur_us"]
-    beta, mu = conv["beta_pct"], conv["mu_pct"]
+    cycle_share_pct, metric_pct = conv["beta_pct"], conv["mu_pct"]
     checks = (
         (~np.isfinite(duration) | (duration < 0), "duration", "is negative or not finite"),
-        (~np.isfinite(beta) | (beta < 0), "beta_pct", "is negative or not finite"),
+        (
+            ~np.isfinite(cycle_share_pct) | (cycle_share_pct < 0),
+            "beta_pct",
+            "is negative or not finite",
+        ),
         (~np.isfinite(anchor) | (anchor <= 0), "anchor_dur_us", "is not a positive duration"),
-        (np.isinf(mu), "mu_pct", "is infinite"),
+        (np.isinf(metric_pct), "mu_pct", "is infinite"),
     )
     for bad, column, what in checks:
         _refuse_first(bad.to_numpy(), raw, column, what, source)
@@ -190,8 +195,8 @@ def latencyprism_table(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> 
             C.FUNC_TYPE: raw["func_type"].fillna("").astype(str),
             C.METRIC: raw["metric_name"].fillna("").astype(str).replace("N/A", ""),
             C.TIME_MS: conv["duration"].astype("float64") / 1000.0,
-            C.BETA_PCT: conv["beta_pct"].astype("float64"),
-            C.MU: conv["mu_pct"].astype("float64") / LP_MU_SCALE,
+            C.CYCLE_SHARE_PCT: conv["beta_pct"].astype("float64"),
+            C.METRIC_MEAN: conv["mu_pct"].astype("float64") / LP_METRIC_PCT_SCALE,
             C.LAUNCHES: launches,
         }
     )

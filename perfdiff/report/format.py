@@ -43,7 +43,7 @@ def fmt_num(value: float, decimals: int = STAT_DECIMALS, *, signed: bool = False
     return text
 
 
-def fmt_mu(value: float, *, signed: bool = False) -> str:
+def fmt_metric(value: float, *, signed: bool = False) -> str:
     """A metric mean (μ): two decimals, four below 0.1 so small utilisations do not print 0.00."""
     small = not math.isnan(value) and 0 < abs(value) < 0.1
     return fmt_num(value, SMALL_MU_DECIMALS if small else STAT_DECIMALS, signed=signed)

@@ -19,6 +19,30 @@ from typing import Any
 from perfdiff import __version__
 from perfdiff.analysis.model import Comparison
 
+# The code calls the function's share of cycle time "cycle share" and a metric's time-weighted
+# mean while the function ran "metric mean"; the JSON keeps the LatencyPrism names (beta, mu) it
+# has always had, so scripts that parse it do not break. Code field name -> JSON key.
+JSON_KEY_OF_FIELD: dict[str, str] = {
+    "cycle_share_pct_normal": "beta_normal",
+    "cycle_share_pct_abnormal": "beta_abnormal",
+    "delta_cycle_share_pp": "delta_beta",
+    "z_cycle_share": "z_beta",
+    "p_cycle_share": "p_beta",
+    "u_p_cycle_share": "u_p_beta",
+    "metric_mean_normal": "mu_normal",
+    "metric_mean_abnormal": "mu_abnormal",
+    "delta_metric_mean": "delta_mu",
+    "z_metric_mean": "z_mu",
+    "z_log_metric_mean": "z_log_mu",
+    "p_metric_mean": "p_mu",
+    "u_p_metric_mean": "u_p_mu",
+}
+
+
+def _json_fields(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``asdict``'s dict factory: a dataclass's fields under their JSON keys (order kept)."""
+    return {JSON_KEY_OF_FIELD.get(name, name): value for name, value in items}
+
 JSON_FORMAT = "perfdiff.comparison"
 JSON_FORMAT_VERSION = "1.1"
 
@@ -36,7 +60,7 @@ def clean_json(value: Any) -> Any:
 
 def comparison_to_dict(comparison: Comparison) -> dict[str, Any]:
     """The envelope as a plain dict (what :func:`render_json` serialises)."""
-    body = clean_json(asdict(comparison))
+    body = clean_json(asdict(comparison, dict_factory=_json_fields))
     # environment pairs read better as objects; key order is kept (Python dicts are ordered)
     body["normal"]["environment"] = dict(comparison.normal.environment)
     body["abnormal"]["environment"] = dict(comparison.abnormal.environment)

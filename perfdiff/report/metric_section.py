@@ -17,8 +17,8 @@ from perfdiff.report.format import (
     display_name,
     fmt_int,
     fmt_interval,
+    fmt_metric,
     fmt_ms,
-    fmt_mu,
     fmt_num,
     fmt_p,
     fmt_pct,
@@ -133,9 +133,10 @@ def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
         )
     lines.append(
         f"  - Its contribution to total cycle time (β) "
-        f"{moved(finding.beta_normal, finding.beta_abnormal)} from "
-        f"**{fmt_pct(finding.beta_normal)}** to **{fmt_pct(finding.beta_abnormal)}** "
-        f"({fmt_pp(finding.delta_beta)}); {q_text(finding.q_value)}, "
+        f"{moved(finding.cycle_share_pct_normal, finding.cycle_share_pct_abnormal)} from "
+        f"**{fmt_pct(finding.cycle_share_pct_normal)}** to "
+        f"**{fmt_pct(finding.cycle_share_pct_abnormal)}** "
+        f"({fmt_pp(finding.delta_cycle_share_pp)}); {q_text(finding.q_value)}, "
         f"{p_text(finding.p_value)}."
     )
     if finding.metric_moves:
@@ -143,8 +144,9 @@ def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
         for move in finding.metric_moves:
             lines.append(
                 f"    - **{md_code(metric_name(move.metric))}**: "
-                f"{moved(move.mu_normal, move.mu_abnormal)} "
-                f"from {fmt_mu(move.mu_normal)} to {fmt_mu(move.mu_abnormal)} "
+                f"{moved(move.metric_mean_normal, move.metric_mean_abnormal)} "
+                f"from {fmt_metric(move.metric_mean_normal)} "
+                f"to {fmt_metric(move.metric_mean_abnormal)} "
                 f"({p_text(move.p_value)})."
             )
     else:
@@ -248,11 +250,19 @@ def _row_cells(row: MetricRow, comparison: Comparison) -> list[str]:
         md_cell(metric_name(row.metric)) if row.metric else "-",
         device_cell(row.device, row.pid, comparison),
         fmt_num(row.suspicion),
-        fmt_num(row.beta_normal), fmt_num(row.beta_abnormal),
-        fmt_num(row.delta_beta, signed=True),
-        fmt_num(row.z_beta), fmt_p(row.p_beta), fmt_p(row.u_p_beta),
-        fmt_mu(row.mu_normal), fmt_mu(row.mu_abnormal), fmt_mu(row.delta_mu, signed=True),
-        fmt_num(row.z_mu), fmt_num(row.z_log_mu), fmt_p(row.p_mu), fmt_p(row.u_p_mu),
+        fmt_num(row.cycle_share_pct_normal),
+        fmt_num(row.cycle_share_pct_abnormal),
+        fmt_num(row.delta_cycle_share_pp, signed=True),
+        fmt_num(row.z_cycle_share),
+        fmt_p(row.p_cycle_share),
+        fmt_p(row.u_p_cycle_share),
+        fmt_metric(row.metric_mean_normal),
+        fmt_metric(row.metric_mean_abnormal),
+        fmt_metric(row.delta_metric_mean, signed=True),
+        fmt_num(row.z_metric_mean),
+        fmt_num(row.z_log_metric_mean),
+        fmt_p(row.p_metric_mean),
+        fmt_p(row.u_p_metric_mean),
     ]
     if not comparison.options.seed_compatible:
         delta = fmt_ms(row.time_delta_ms, signed=True)

@@ -18,8 +18,8 @@ from perfdiff.report.format import (
     display_name,
     fmt_int,
     fmt_interval,
+    fmt_metric,
     fmt_ms,
-    fmt_mu,
     fmt_num,
     fmt_p,
     fmt_pct,
@@ -82,12 +82,15 @@ def _findings(comparison: Comparison, console: Console) -> None:
             f"[bold]{escape(display_name(f.function, 80))}[/] on {escape(f.device)}: "
             f"{_verdict(f.verdict)}, {fmt_ms(f.time_ms_normal)} → {fmt_ms(f.time_ms_abnormal)} "
             f"ms/cycle ({fmt_ms(f.time_delta_ms, signed=True)} ms), β "
-            f"{fmt_pct(f.beta_normal)} → {fmt_pct(f.beta_abnormal)} ({fmt_pp(f.delta_beta)}), "
+            f"{fmt_pct(f.cycle_share_pct_normal)} → {fmt_pct(f.cycle_share_pct_abnormal)} "
+            f"({fmt_pp(f.delta_cycle_share_pp)}), "
             f"q {fmt_p(f.q_value)}"
         )
         for m in f.metric_moves:
-            console.print(f"    {escape(metric_name(m.metric))}: {fmt_mu(m.mu_normal)} → "
-                          f"{fmt_mu(m.mu_abnormal)} (p {fmt_p(m.p_value)})")
+            console.print(
+                f"    {escape(metric_name(m.metric))}: {fmt_metric(m.metric_mean_normal)} → "
+                f"{fmt_metric(m.metric_mean_abnormal)} (p {fmt_p(m.p_value)})"
+            )
 
 
 _ROW_COLUMNS = (("Device", 6), ("ms/cycle n → a", 21), ("Δ (ms)", 9), ("Δβ (pp)", 7),
@@ -117,7 +120,7 @@ def _rows(comparison: Comparison, console: Console) -> None:
             "Device": escape(r.device),
             "ms/cycle n → a": f"{fmt_ms(r.time_ms_normal)} → {fmt_ms(r.time_ms_abnormal)}",
             "Δ (ms)": fmt_ms(r.time_delta_ms, signed=True),
-            "Δβ (pp)": fmt_num(r.delta_beta, signed=True),
+            "Δβ (pp)": fmt_num(r.delta_cycle_share_pp, signed=True),
             "q": fmt_p(r.q_value),
             "Verdict": _verdict(r.verdict),
         }

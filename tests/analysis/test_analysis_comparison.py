@@ -147,7 +147,7 @@ def test_one_cycle_gives_insufficient_data_not_a_crash() -> None:
     c = _compare(normal, abnormal)
     assert {r.verdict for r in c.rows} == {"insufficient data"}
     assert c.cycle_time.verdict == "insufficient data"
-    assert all(np.isnan(r.p_beta) for r in c.rows)
+    assert all(np.isnan(r.p_cycle_share) for r in c.rows)
 
 
 def test_no_measured_cycles_is_one_clear_error() -> None:
@@ -240,7 +240,14 @@ def test_row_order_does_not_matter_and_p_q_in_unit_interval(seed: int, slow: flo
     c2 = compare_tables(shuffled[0], shuffled[1], FAST)
     assert _same_numbers(c1, c2)
     for r in c1.rows:
-        for p in (r.p_beta, r.u_p_beta, r.p_mu, r.u_p_mu, r.q_value, r.p_time):
+        for p in (
+            r.p_cycle_share,
+            r.u_p_cycle_share,
+            r.p_metric_mean,
+            r.u_p_metric_mean,
+            r.q_value,
+            r.p_time,
+        ):
             assert np.isnan(p) or 0.0 <= p <= 1.0
 
 

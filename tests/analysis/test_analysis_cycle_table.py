@@ -34,7 +34,7 @@ def test_kernel_time_share_and_launches() -> None:
     assert np.allclose(a[C.LAUNCHES], 3.0)
     cycle_ms = 3 * 1.0 + 0.5 + 4 * 0.1 + 0.1  # kernels + gaps before each launch + tail
     assert np.allclose(a[C.CYCLE_MS], cycle_ms, rtol=1e-6)
-    assert np.allclose(a[C.BETA_PCT], 100 * 3.0 / cycle_ms, rtol=1e-6)
+    assert np.allclose(a[C.CYCLE_SHARE_PCT], 100 * 3.0 / cycle_ms, rtol=1e-6)
     idle = table[table[C.FUNCTION] == C.IDLE_FUNCTION]
     assert np.allclose(idle[C.TIME_MS], 0.5, atol=1e-5)
     assert set(table[C.FUNC_TYPE]) == {"kernel", "idle"}
@@ -74,16 +74,16 @@ def test_mu_is_time_weighted_per_function() -> None:
                        noise=0.0, sample_interval_ns=1000, n_cycles=3)
     table = cycle_table(rf)
     gemm = table[(table[C.FUNCTION] == "gemm") & (table[C.METRIC] == "tensor_pct")]
-    assert np.allclose(gemm[C.MU], 80.0, rtol=0.01)
+    assert np.allclose(gemm[C.METRIC_MEAN], 80.0, rtol=0.01)
     idle = table[table[C.FUNCTION] == C.IDLE_FUNCTION]
-    assert set(idle[C.METRIC]) == {""} and idle[C.MU].isna().all()
+    assert set(idle[C.METRIC]) == {""} and idle[C.METRIC_MEAN].isna().all()
 
 
 def test_nan_metric_samples_leave_nan_not_zero() -> None:
     rf = make_run_file(nan_metric_fraction=1.0, n_cycles=3)
     table = cycle_table(rf)
     kernels = table[table[C.FUNC_TYPE] == "kernel"]
-    assert kernels[C.MU].isna().all()
+    assert kernels[C.METRIC_MEAN].isna().all()
 
 
 def test_odd_names_survive_unchanged() -> None:

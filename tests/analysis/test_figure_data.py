@@ -68,7 +68,7 @@ def test_cut_differently_uses_share_changes_without_intervals() -> None:
                    for r in rf.comparison().rows))
     forest = forest_rows(comparison)
     assert forest.cycle is None and forest.unit == "pp"
-    assert forest.rows[0].delta == comparison.rows[0].delta_beta
+    assert forest.rows[0].delta == comparison.rows[0].delta_cycle_share_pp
     assert math.isnan(forest.rows[0].low)
 
 

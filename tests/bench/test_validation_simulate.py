@@ -44,7 +44,7 @@ def test_table_has_the_cycle_table_columns_and_types() -> None:
     assert abnormal["run"].unique().tolist() == [2, 3]  # distinct runs when sides are concatenated
     assert set(normal["func_type"]) == {"kernel", "idle"}
     idle = normal[normal["function"] == IDLE_FUNCTION]
-    assert (idle["metric"] == "").all() and idle["mu"].isna().all()
+    assert (idle["metric"] == "").all() and idle["metric_mean"].isna().all()
 
 
 @settings(max_examples=25, deadline=None)
@@ -61,9 +61,9 @@ def test_shares_sum_to_100_and_cycle_is_the_sum_of_its_functions(
     normal, _ = simulate_pair(scenario, Slowdown(1, 10.0), seed)
     rows = _time_rows(normal)
     per_cycle = rows.groupby(["run", "cycle"]).agg(
-        beta=("beta_pct", "sum"), time=("time_ms", "sum"), cycle=("cycle_ms", "first")
+        share=("cycle_share_pct", "sum"), time=("time_ms", "sum"), cycle=("cycle_ms", "first")
     )
-    np.testing.assert_allclose(per_cycle["beta"], 100.0, rtol=1e-9)
+    np.testing.assert_allclose(per_cycle["share"], 100.0, rtol=1e-9)
     np.testing.assert_allclose(per_cycle["time"], per_cycle["cycle"], rtol=1e-9)
     assert (rows["time_ms"] > 0).all()
     if tick > 0:
@@ -136,7 +136,7 @@ def test_run_offsets_make_runs_differ_more_than_their_cycles_explain() -> None:
 
 def test_clock_metric_is_quantised_and_mostly_at_its_maximum() -> None:
     normal, _ = simulate_pair(Scenario(n_cycles=300), None, 6)
-    clock = normal.loc[normal["metric"] == CLOCK_METRIC, "mu"].to_numpy()
+    clock = normal.loc[normal["metric"] == CLOCK_METRIC, "metric_mean"].to_numpy()
     assert clock.max() == MAX_CLOCK_MHZ
     np.testing.assert_allclose((MAX_CLOCK_MHZ - clock) % CLOCK_STEP_MHZ, 0.0)
     assert (clock == MAX_CLOCK_MHZ).mean() > 0.8

@@ -176,6 +176,7 @@ def test_json_output_parses_and_carries_its_version(run_cli: Runner,
     assert cmp["normal"]["source"] == inputs["normal"]
     assert cmp["findings"][0]["function"] == "gemm_kernel"
     for row in cmp["rows"]:
+        # the JSON keeps LatencyPrism's names (beta, mu) although the code calls them otherwise
         for key in ("p_beta", "u_p_beta", "p_mu", "u_p_mu", "q_value"):
             assert row[key] is None or 0.0 <= row[key] <= 1.0
 

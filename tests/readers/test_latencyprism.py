@@ -49,7 +49,7 @@ def test_import_undoes_mu_x100_and_keeps_pids(tmp_path: Path) -> None:
         ],
     )
     table = load_latencyprism(folder)
-    assert list(table[C.MU].fillna(-1)) == [1410.0, -1]
+    assert list(table[C.METRIC_MEAN].fillna(-1)) == [1410.0, -1]
     assert list(table[C.METRIC]) == ["gpu_sm_frequency", ""]
     assert list(table[C.PID]) == [11, 12]
     assert list(table[C.TIME_MS]) == [20.0, 50.0]
@@ -137,12 +137,12 @@ def test_seed_compatible_reproduces_top_10_detailed_rows() -> None:
         assert ours.metric == theirs[1] or float(theirs[3]) == pytest.approx(
             ours.suspicion, abs=0.01
         )
-        assert round(ours.beta_normal, 2) == _seed_number(theirs[4])
-        assert round(ours.beta_abnormal, 2) == _seed_number(theirs[5])
-        assert round(ours.delta_beta, 2) == _seed_number(theirs[6])
-        assert round(ours.z_beta, 2) == _seed_number(theirs[7])
+        assert round(ours.cycle_share_pct_normal, 2) == _seed_number(theirs[4])
+        assert round(ours.cycle_share_pct_abnormal, 2) == _seed_number(theirs[5])
+        assert round(ours.delta_cycle_share_pp, 2) == _seed_number(theirs[6])
+        assert round(ours.z_cycle_share, 2) == _seed_number(theirs[7])
         assert ours.suspicion == pytest.approx(_seed_number(theirs[3]), rel=1e-5)
-        assert round(ours.z_log_mu, 2) == _seed_number(theirs[14])
+        assert round(ours.z_log_metric_mean, 2) == _seed_number(theirs[14])
 
 
 @needs_lp
@@ -151,10 +151,10 @@ def test_default_mode_does_not_inflate_z_like_the_seed() -> None:
     gemm = c.findings[0]
     assert gemm.function.startswith("ampere_bf16_s16816gemm_bf16_64x64_sliced1x2")
     assert {m.metric for m in gemm.metric_moves[:2]} == {"gpu_frequency", "gpu_sm_frequency"}
-    assert max(abs(r.z_beta) for r in c.rows if math.isfinite(r.z_beta)) < 100
+    assert max(abs(r.z_cycle_share) for r in c.rows if math.isfinite(r.z_cycle_share)) < 100
     # constant on both sides: exact change, no p-value
     mem = next(r for r in c.rows if r.metric == "gpu_mem_frequency" and r.function == gemm.function)
-    assert mem.delta_mu == pytest.approx(0.0) and math.isnan(mem.p_mu)
+    assert mem.delta_metric_mean == pytest.approx(0.0) and math.isnan(mem.p_metric_mean)
 
 
 @needs_lp
@@ -244,9 +244,9 @@ def test_seed_compatible_reproduces_latencyprism_reports_of_other_scenarios(
     for ours, row in zip(c.rows[:10], theirs[:10], strict=True):
         assert ours.function == row[0]
         assert ours.suspicion == pytest.approx(_seed_number(row[3]), rel=1e-4, abs=0.01)
-        assert round(ours.beta_normal, 2) == _seed_number(row[4])
-        assert round(ours.delta_beta, 2) == _seed_number(row[6])
-        assert round(ours.z_beta, 2) == _seed_number(row[7])
+        assert round(ours.cycle_share_pct_normal, 2) == _seed_number(row[4])
+        assert round(ours.delta_cycle_share_pp, 2) == _seed_number(row[6])
+        assert round(ours.z_cycle_share, 2) == _seed_number(row[7])
 
 
 ROW = "1,11,,2.0,gemm,m,GPU 7,gpu_compute,150,0,1,*,a,631190.0000,0,1,g"

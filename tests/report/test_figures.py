@@ -37,7 +37,7 @@ def _trace(label: str, values: tuple[float, ...]) -> CycleTrace:
 def _data(comparison: Comparison) -> FigureData:
     spreads = tuple(
         MetricSpread(f.function, f.device, f.pid, m.metric, (60.0, 61.0, 59.5), (40.0, 41.0),
-                     m.mu_normal, m.mu_abnormal, m.p_value)
+                     m.metric_mean_normal, m.metric_mean_abnormal, m.p_value)
         for f in comparison.findings for m in f.metric_moves)
     return FigureData(forest_rows(comparison),
                       (_trace("normal", (30.0, 10.0, 10.2, 9.9, 10.1)),

@@ -166,7 +166,7 @@ def test_output_is_deterministic_and_row_order_is_kept() -> None:
 
 def test_json_envelope_nan_is_null_and_names_are_full() -> None:
     long_name = "void " + "x" * 300 + "<int>(int)"
-    c = comparison(rows=(row(long_name, z_mu=math.nan),))
+    c = comparison(rows=(row(long_name, z_metric_mean=math.nan),))
     doc = json.loads(render_json(c))
     assert doc["version"] == JSON_FORMAT_VERSION
     assert doc["comparison"]["rows"][0]["function"] == long_name
@@ -211,8 +211,15 @@ def test_any_numbers_render_without_error(
     cycles: list[float],
 ) -> None:
     rows = tuple(
-        row(name, beta_normal=b, z_beta=z, p_beta=p, q_value=p, time_delta_ms=z,
-            verdict=verdict)
+        row(
+            name,
+            cycle_share_pct_normal=b,
+            z_cycle_share=z,
+            p_cycle_share=p,
+            q_value=p,
+            time_delta_ms=z,
+            verdict=verdict,
+        )
         for name, b, z, p, verdict in values
     )
     c = comparison(rows=rows, mde_pct=mde, normal=side("normal", tuple(cycles)),

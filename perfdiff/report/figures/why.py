@@ -12,7 +12,7 @@ from typing import Any
 from perfdiff.analysis.figure_data import MetricSpread
 from perfdiff.analysis.model import Comparison
 from perfdiff.report.figures.style import SIDE_COLOURS, new_figure, wrap_title
-from perfdiff.report.format import display_name, fmt_mu, metric_name
+from perfdiff.report.format import display_name, fmt_metric, metric_name
 from perfdiff.report.markdown_text import moved, p_text
 
 NAME_WIDTH = 60
@@ -20,9 +20,13 @@ NAME_WIDTH = 60
 
 def title(spreads: tuple[MetricSpread, ...]) -> str:
     first = spreads[0]
-    return (f"Why: while {display_name(first.function, NAME_WIDTH)} ran, "
-            f"{metric_name(first.metric)} {moved(first.mu_normal, first.mu_abnormal)} from "
-            f"{fmt_mu(first.mu_normal)} to {fmt_mu(first.mu_abnormal)} ({p_text(first.p_value)})")
+    return (
+        f"Why: while {display_name(first.function, NAME_WIDTH)} ran, "
+        f"{metric_name(first.metric)} "
+        f"{moved(first.metric_mean_normal, first.metric_mean_abnormal)} from "
+        f"{fmt_metric(first.metric_mean_normal)} to {fmt_metric(first.metric_mean_abnormal)} "
+        f"({p_text(first.p_value)})"
+    )
 
 
 def draw(comparison: Comparison, spreads: tuple[MetricSpread, ...]) -> tuple[Any, str]:
@@ -52,8 +56,11 @@ def draw(comparison: Comparison, spreads: tuple[MetricSpread, ...]) -> tuple[Any
             for patch, colour in zip(parts["boxes"], SIDE_COLOURS, strict=True):
                 patch.set_facecolor(colour)
                 patch.set_alpha(0.45)
-            ax.set_title(f"{metric_name(spread.metric)}: {fmt_mu(spread.mu_normal)} → "
-                         f"{fmt_mu(spread.mu_abnormal)} ({p_text(spread.p_value)})", fontsize=8)
+            ax.set_title(
+                f"{metric_name(spread.metric)}: {fmt_metric(spread.metric_mean_normal)} → "
+                f"{fmt_metric(spread.metric_mean_abnormal)} ({p_text(spread.p_value)})",
+                fontsize=8,
+            )
             ax.tick_params(labelsize=7)
             ax.grid(axis="y", color="#eeeeee", lw=0.6)
     return fig, text
