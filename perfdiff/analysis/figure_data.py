@@ -26,7 +26,7 @@ from perfdiff.analysis import columns as C
 from perfdiff.analysis.findings import CHANGE, is_device_state
 from perfdiff.analysis.model import Comparison, Verdict
 from perfdiff.analysis.processes import align_pids
-from perfdiff.analysis.self_overhead import HOLD_WARN_NS
+from perfdiff.analysis.self_overhead import held_cycles
 from perfdiff.analysis.sides import Side
 from perfdiff.schema.model import CycleTable, MetricSeries, Run, RunFile
 
@@ -181,20 +181,6 @@ def pm_missing(cycles: CycleTable, series: list[MetricSeries]) -> np.ndarray:
 
 def _segment_name(run: Run) -> str:
     return f"rank {run.rank}" if run.rank is not None else f"run {run.index}"
-
-
-def held_cycles(cycles: CycleTable) -> np.ndarray | None:
-    """Per cycle: did the collector hold the interpreter inside it for more than 1 ms?
-
-    The threshold is the report's (:data:`~perfdiff.analysis.self_overhead.HOLD_WARN_NS`), so
-    the figure marks exactly the cycles the report's note counts: measured ones only. None
-    when the run file has no ``hold_ns`` (before schema 1.3).
-    """
-    if cycles.hold_ns is None:
-        return None
-    measured = ~np.asarray(cycles.warmup, dtype=bool)
-    held: np.ndarray = (np.asarray(cycles.hold_ns) > HOLD_WARN_NS) & measured
-    return held
 
 
 def untraced_cycles(cycles: CycleTable) -> np.ndarray:

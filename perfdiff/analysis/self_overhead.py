@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfdiff.schema.model import RunFile
+from perfdiff.schema.model import CycleTable, RunFile
 
 HOLD_WARN_NS = 1_000_000
 _RESAMPLES = 2_000
@@ -81,10 +81,11 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
     longest = 0
     for run in run_file.runs:
         c = run.cycles
-        if c.hold_ns is None:
+        over = held_cycles(c)
+        if over is None:
             continue
+        held += int(over.sum())
         hold = np.asarray(c.hold_ns)[~np.asarray(c.warmup, dtype=bool)]
-        held += int((hold > HOLD_WARN_NS).sum())
         longest = max(longest, int(hold.max()) if hold.size else 0)
     if held:
         notes.append(f"{source}: perfdiff held the interpreter for more than 1 ms inside "
@@ -93,4 +94,18 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
     return notes
 
 
-__all__ = ["HOLD_WARN_NS", "SelfOverhead", "self_overhead", "self_overhead_notes"]
+def held_cycles(cycles: CycleTable) -> np.ndarray | None:
+    """Per cycle: did the collector hold the interpreter inside it for more than 1 ms?
+
+    One rule for the report's note (``self_overhead_notes``) and the cycles figure
+    (``figure_data``), so the figure marks exactly the cycles the note counts: measured ones
+    only. None when the run file has no ``hold_ns`` (before schema 1.3).
+    """
+    if cycles.hold_ns is None:
+        return None
+    measured = ~np.asarray(cycles.warmup, dtype=bool)
+    held: np.ndarray = (np.asarray(cycles.hold_ns) > HOLD_WARN_NS) & measured
+    return held
+
+
+__all__ = ["HOLD_WARN_NS", "SelfOverhead", "held_cycles", "self_overhead", "self_overhead_notes"]
