@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 
+from perfdiff.cli.bare_options import expand_bare_options
 from perfdiff.errors import PerfdiffError, exit_code_for
 from perfdiff.inputs import require_input
 
@@ -41,7 +42,13 @@ FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import"})
 
 
 def input_arguments(argv: list[str]) -> list[str] | None:
-    """The positional arguments (input paths) of ``argv``, or None when unsure."""
+    """The positional arguments (input paths) of ``argv``, or None when unsure.
+
+    ``argv`` is read as the app reads it, bare options (``--plots`` with no DIR) expanded
+    first: otherwise ``--plots -o r.md`` would take ``-o`` as the folder and the report's
+    path ``r.md`` as an input that does not exist.
+    """
+    argv = expand_bare_options(argv)
     if not argv or argv[0] not in VALUE_OPTIONS:
         return None
     command, rest = argv[0], argv[1:]

@@ -44,6 +44,10 @@ def test_inputs_are_told_from_option_values() -> None:
     assert input_arguments(["kernels", "--", "-odd.json"]) == ["-odd.json"]
     assert input_arguments(["compare", "--help"]) is None
     assert input_arguments(["collect", "x"]) is None
+    # a bare --plots (figures beside the report) takes no value, as in the app
+    assert input_arguments(["compare", "a", "b", "--plots", "-o", "r.md"]) == ["a", "b"]
+    assert input_arguments(["compare", "a", "b", "--plots"]) == ["a", "b"]
+    assert input_arguments(["compare", "--plots", "figs", "a", "b"]) == ["a", "b"]
 
 
 @pytest.mark.parametrize("args", [["compare", "missing.json.gz", "other.json.gz"],
