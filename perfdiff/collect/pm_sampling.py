@@ -65,6 +65,12 @@ DECODE_AT_FILL = 0.8
 DRAIN_PERIOD_S = 0.05  # how often the drain thread checks the backlog
 IMAGE_MARGIN = 1.25  # an image holds the estimated backlog times this, plus IMAGE_MIN_SAMPLES
 IMAGE_MIN_SAMPLES = 2_000
+# Largest counter-data image asked for. A 5.5 s train-step run (H100, 2026-11-25) lost every
+# PM sample: sized for its whole backlog, the image passed 2 GiB (~11.7 KB a sample) and CUPTI
+# answered ERROR_OUT_OF_MEMORY; 122,302 samples (1.4 GB) had worked. A longer backlog is
+# decoded into several images of this size (each full image may drop what that decode call
+# had read beyond it: a stretch without samples, which the coverage warning reports).
+MAX_IMAGE_BYTES = 1_400_000_000
 FIRST_SAMPLE_WAIT_S = 0.002  # the first sample ended ~0.6 ms after start (clock_check.py)
 _COLLECTOR_INTERNALS = ("_pm_sampling_object", "_chip_name", "_create_counter_data_image")
 
@@ -119,6 +125,7 @@ class PmSampler:
         self._images: list[tuple[Any, int]] = []
         self._buffer_bytes = HARDWARE_BUFFER_BYTES
         self._decoded_until = 0  # end of the last decoded sample (trace clock)
+        self._image_sample_bytes: int | None = None
         # one entry per decode call: (host ns before, host ns taken, image capacity, samples
         # decoded, first and last sample end, overflow, stop reason, from the drain thread)
         self.decode_log: list[tuple[int, int, int, int, int, int, bool, int, bool]] = []
@@ -255,7 +262,8 @@ class PmSampler:
         with self._lock:
             self._check_alive()
             while True:
-                capacity = int(self._backlog() * IMAGE_MARGIN) + IMAGE_MIN_SAMPLES
+                capacity = min(int(self._backlog() * IMAGE_MARGIN) + IMAGE_MIN_SAMPLES,
+                               self._max_image_samples())
                 image = self._collector._create_counter_data_image(capacity)
                 began = time.perf_counter_ns()
                 params = cupti.PmSamplingDecodeDataParams()
@@ -281,6 +289,14 @@ class PmSampler:
                     return
                 if self._stop_drain.is_set() and drainer:
                     return  # stop() decodes the rest after sampling has stopped
+
+    def _max_image_samples(self) -> int:
+        """Samples an image of at most MAX_IMAGE_BYTES holds (its size per sample measured
+        once on a small image: it depends on the metrics)."""
+        if self._image_sample_bytes is None:
+            small = self._collector._create_counter_data_image(IMAGE_MIN_SAMPLES)
+            self._image_sample_bytes = max(1, len(small) // IMAGE_MIN_SAMPLES)
+        return max(IMAGE_MIN_SAMPLES, MAX_IMAGE_BYTES // self._image_sample_bytes)
 
     def _sample_end(self, image: Any, index: int) -> int:
         cupti = self._cupti

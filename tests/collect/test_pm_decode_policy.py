@@ -85,6 +85,7 @@ def _sampler(fake: FakeCupti) -> PmSampler:
     sampler._stop_drain = threading.Event()
     sampler._drainer = None
     sampler._buffer_bytes = pm_sampling.HARDWARE_BUFFER_BYTES
+    sampler._image_sample_bytes = None
     return sampler
 
 
@@ -118,3 +119,20 @@ def test_the_drain_waits_for_the_threshold() -> None:
     # a 20 us default run of 2 s stays below it: decoded only when sampling stops
     assert threshold * INTERVAL > 2_000_000_000
     assert threshold * pm_sampling.SAMPLE_RECORD_BYTES < pm_sampling.HARDWARE_BUFFER_BYTES
+
+
+def test_a_backlog_past_the_image_cap_is_decoded_in_several_capped_images(
+        monkeypatch: Any) -> None:
+    """A 5.5 s train-step run at 20 us lost every sample on the H100: its one image passed
+    2 GiB (~11.7 KB a sample) and CUPTI ran out of memory. Images are capped (here at 50,000
+    one-byte slots); a larger backlog takes several, and the rest of a full image's read is
+    lost as on the GPU (reported by the coverage warning), never the whole run."""
+    assert 100_000 * 11_700 < pm_sampling.MAX_IMAGE_BYTES < 2**31
+    monkeypatch.setattr(pm_sampling, "MAX_IMAGE_BYTES", 50_000)
+    fake = FakeCupti()
+    sampler = _sampler(fake)
+    fake.now = 300_000 * INTERVAL
+    sampler._decode_available()
+    capacities = [entry[2] for entry in sampler.decode_log]
+    assert capacities and max(capacities) <= 50_000
+    assert 0 < sum(count for _, count in sampler._images) <= 300_000
