@@ -1,4 +1,5 @@
-"""The console script: a missing or unreadable input is reported before anything heavy loads.
+"""The console script: a missing or unreadable input is reported before anything heavy loads,
+and a plain ``compare`` line runs without typer (``perfdiff.cli.compare_run`` says why).
 
 Why a door before the app: importing typer (which imports pydantic here) and registering the
 commands costs 0.15-0.3 s, and ``compare`` used to need 1.7 s to say that a file did not exist.
@@ -75,7 +76,8 @@ def input_arguments(argv: list[str]) -> list[str] | None:
 
 
 def main() -> None:
-    """Check the inputs, then run the app (``perfdiff.cli.app.main``)."""
+    """Check the inputs, then run a plain ``compare`` line without typer
+    (``perfdiff.cli.compare_run``), anything else through the app (``perfdiff.cli.app.main``)."""
     argv = sys.argv[1:]
     inputs = input_arguments(argv)
     try:
@@ -84,6 +86,14 @@ def main() -> None:
     except PerfdiffError as exc:
         print(f"perfdiff: error: {exc}", file=sys.stderr)
         sys.exit(exit_code_for(exc))
+    if inputs is not None and argv[0] == "compare":
+        from perfdiff.cli.compare_run import parse_compare_args, run_compare
+
+        args = parse_compare_args(expand_bare_options(argv)[1:])
+        if args is not None:
+            from perfdiff.cli.guard import run_guarded
+
+            run_guarded(lambda: run_compare(args))
     from perfdiff.cli.app import main as app_main
 
     app_main()
