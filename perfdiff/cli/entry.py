@@ -91,8 +91,23 @@ def main() -> None:
 
         args = parse_compare_args(expand_bare_options(argv)[1:])
         if args is not None:
+            import gc
+            import os
+
             from perfdiff.cli.guard import run_guarded
 
+            # compare makes no BLAS call, yet OpenBLAS (numpy's and scipy's, each) starts a
+            # thread per core at import that spins for work: 0.3 s of CPU on the other
+            # cores per compare, 0.02-0.04 s of wall time on a busy 2-core machine
+            # (bench/README.md). Set before numpy is imported; a user's setting wins.
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+            # One short process that exits when the report is written: the cyclic collector
+            # would walk ~10^6 objects (pandas, scipy, the reader's rows) about 300 times
+            # for garbage that is not there (0.06-0.1 s of a 1 s compare; peak memory +1 MiB
+            # without it, bench/README.md). Off here only: run_compare in a longer-lived
+            # process (the typer app under tests) keeps it.
+            gc.disable()
             run_guarded(lambda: run_compare(args))
     from perfdiff.cli.app import main as app_main
 
