@@ -8,8 +8,8 @@ run of same-kind records.
 
 A buffer holds records of several kinds back to back; each starts with its ``kind`` (int32)
 and has the size of the struct version this CUPTI writes. The walk finds runs of same-kind
-records (a galloping check of the ``kind`` field at a fixed stride), so a buffer of kernels
-only is one numpy check, and mixed buffers cost one Python step per run.
+records (``_RunChains``: one table per kind and buffer, then one lookup per run), so a buffer of
+kernels only is one numpy check, and mixed buffers cost one Python step per run.
 
 Layout: the record version depends on the CUPTI release (CUPTI 13.4 writes a
 CONCURRENT_KERNEL record that is not ``activity_kernel10``: gpu-notes). ``LAYOUTS`` lists the
@@ -130,21 +130,81 @@ def walk(buffer: Array, valid: int, sizes: dict[int, int]) -> list[tuple[int, in
                                 f"{buffer.size}; the buffer is truncated")
     runs: list[tuple[int, int, int]] = []
     view = buffer.data.cast("B")
+    chains = _RunChains(buffer, valid)
     offset = 0
     while offset < valid:
         kind, size = _kind_at(view, offset, valid, sizes)
         fits = (valid - offset) // size
         if fits == 0:
             raise _truncated(offset, valid, f"a {size}-byte record of kind {kind}")
-        count = _same_kind_run(buffer, offset, size, fits, kind)
-        if count < _SHORT_RUN:
-            count = _scalar_run(view, offset, valid, size, kind)
+        count = 1
+        if fits > 1 and int.from_bytes(view[offset + size:offset + size + 4], "little",
+                                       signed=True) == kind:
+            count = chains.run_length(kind, size, offset, fits)
         runs.append((kind, offset, count))
         offset += count * size
     return runs
 
 
-_SHORT_RUN = 8
+class _RunChains:
+    """How far a run of same-kind records goes from any record start, one lookup per run.
+
+    Why: a launch-bound program's buffers interleave kernels with memcpys (HF GPT-2
+    ``generate``: one every ~25 kernels), and finding where each run ends with a few numpy
+    calls per run cost ~15 us a run on the H100 host, ~1.3 ms per 256 KiB hand-over, inside
+    the program's steps. Records start on 8-byte slots. For a kind of ``size`` bytes, the
+    slots whose first word is that kind are found once (one comparison); each such slot
+    links to the one ``size / 8`` slots on when that holds the kind too, and pointer doubling
+    over those links (a few gathers over ~1,000 slots) gives every slot the length of the run
+    it starts: a table computed once per kind and buffer, then looked up. A buffer of one
+    kind only is one comparison.
+    """
+
+    def __init__(self, buffer: Array, valid: int) -> None:
+        self._buffer = buffer
+        self._valid = valid
+        self._lengths: dict[int, Array] = {}
+        self._kinds: Array | None = None
+
+    def run_length(self, kind: int, size: int, offset: int, fits: int) -> int:
+        if size % 8 or offset % 8:  # not slot-aligned: check record by record (never seen)
+            return _strided_run(self._buffer, offset, size, fits, kind)
+        lengths = self._lengths.get(kind)
+        if lengths is None:
+            if offset == 0 and fits * size == self._valid and bool(np.all(
+                    _strided_kinds(self._buffer, 0, size, fits) == kind)):
+                return fits  # the whole buffer is one run
+            lengths = self._lengths[kind] = self._run_lengths(kind, size // 8)
+        return min(int(lengths[offset // 8]), fits)
+
+    def _run_lengths(self, kind: int, width: int) -> Array:
+        """Per slot holding ``kind``: how many records of that kind follow back to back."""
+        if self._kinds is None:
+            usable = self._valid - self._valid % 8
+            self._kinds = np.ascontiguousarray(self._buffer[:usable].view("<i4")[::2])
+        kinds = self._kinds
+        starts = np.flatnonzero(kinds == kind)
+        follower = np.minimum(np.searchsorted(starts, starts + width), starts.size - 1)
+        linked = starts[follower] == starts + width
+        last = np.where(linked, follower, np.arange(starts.size))
+        while True:  # pointer doubling: each slot -> the last record of its run
+            further = last[last]
+            if np.array_equal(further, last):
+                break
+            last = further
+        lengths = np.empty(kinds.size, dtype=np.int64)  # read only where a run starts
+        lengths[starts] = (starts[last] - starts) // width + 1
+        return lengths
+
+
+def _strided_kinds(buffer: Array, offset: int, size: int, count: int) -> Array:
+    return np.ndarray((count,), dtype="<i4", buffer=buffer, offset=offset, strides=(size,))
+
+
+def _strided_run(buffer: Array, offset: int, size: int, fits: int, kind: int) -> int:
+    """Length of the same-kind run from ``offset``, by one strided comparison."""
+    other = np.flatnonzero(_strided_kinds(buffer, offset, size, fits) != kind)
+    return int(other[0]) if other.size else fits
 
 
 def _kind_at(view: memoryview, offset: int, valid: int, sizes: dict[int, int]) -> tuple[int, int]:
@@ -158,39 +218,6 @@ def _kind_at(view: memoryview, offset: int, valid: int, sizes: dict[int, int]) -
             f"layout does not know (known kinds: {sorted(sizes)}); not decoded"
         )
     return kind, size
-
-
-def _scalar_run(view: memoryview, offset: int, valid: int, size: int, kind: int) -> int:
-    """Length of a short same-kind run, one integer read per record (interleaved kinds:
-    launch records between kernels), cheaper there than a numpy call per run."""
-    count = 1
-    position = offset + size
-    while position + 4 <= valid and position + size <= valid and int.from_bytes(
-            view[position:position + 4], "little", signed=True) == kind:
-        count += 1
-        position += size
-    return count
-
-
-def _same_kind_run(buffer: Array, offset: int, size: int, fits: int, kind: int) -> int:
-    """How many records of ``kind`` follow back to back from ``offset`` (at least 1).
-
-    Galloping: check 8 records, then 32 more, then 128 more, ... so a long run costs a few
-    numpy calls; a short one is left to :func:`_scalar_run`.
-    """
-    if fits < _SHORT_RUN or int.from_bytes(
-            buffer.data[offset + size:offset + size + 4], "little", signed=True) != kind:
-        return 1
-    kinds = np.ndarray((fits,), dtype="<i4", buffer=buffer, offset=offset, strides=(size,))
-    done, window = 1, 8
-    while done < fits:
-        chunk = kinds[done:done + window]
-        other = np.flatnonzero(chunk != kind)
-        if other.size:
-            return done + int(other[0])
-        done += chunk.size
-        window *= 4
-    return done
 
 
 def _truncated(offset: int, valid: int, what: str) -> RecordLayoutError:

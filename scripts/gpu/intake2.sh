@@ -3,7 +3,8 @@
 # program, the GPT-2 in-process bench (torch.profiler last), the stream, gpt-infer overhead,
 # the GPU test suite. Writes $OUT/log and $OUT/results.tgz.
 # usage (repo root, wheels on PYTHONPATH): OUT=/tmp/out bash scripts/gpu/intake2.sh [STEP...]
-#   steps: env probe user gpt2 stream overhead tests (default: all but tests)
+#   steps: env probe user gpt2 stream overhead tests pmorder parts topo decode (default: env probe user
+#   gpt2 stream overhead)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/perfdiff-gpu}
@@ -44,7 +45,25 @@ PYEOF
   run timeout 150 "${PD[@]}" compare "$R/gpt2-sdpa.json.gz" "$R/gpt2-sdpa.json.gz"
 }
 step_gpt2() {
-  run timeout ${GPT2_TIMEOUT:-170} "$PY" bench/launch_bound/gpt2_generate.py --rounds ${ROUNDS:-6} --steps ${STEPS:-3} --json "$R/gpt2.json"
+  run timeout ${GPT2_TIMEOUT:-170} "$PY" bench/launch_bound/gpt2_generate.py --rounds ${ROUNDS:-6} \
+    --steps ${STEPS:-3} --warm ${WARM:-1} --pin ${PIN:--1} --modes ${GPT2_MODES:-untraced,floor,perfdiff,torch.profiler} \
+    --json "$R/gpt2.json"
+}
+step_topo() {
+  run lscpu
+  run bash -c 'for c in 0 1 2 3 4 5 6 7; do echo cpu$c $(cat /sys/devices/system/cpu/cpu$c/topology/thread_siblings_list); done; nproc'
+}
+step_decode() {  # one hand-over's decode on this host, synthetic buffers of real records
+  run "$PY" scripts/gpu/decode_probe.py
+}
+step_pmorder() {  # why PM is refused in user programs: one process per variant
+  for v in ${PM_VARIANTS:-pm_first act_after act_before objpath_before enable_before profinit_before disable_reenable cuinit_cb ctx_cb}; do
+    run timeout 60 "$PY" scripts/gpu/pm_order_probe.py $v
+  done
+}
+step_parts() {  # what each part of the collector costs per tiny launch, one process
+  run timeout ${PARTS_TIMEOUT:-200} "$PY" bench/launch_bound/parts.py --rounds ${PARTS_ROUNDS:-8} \
+    --steps 3 --pin ${PIN:--1} --json "$R/parts.json"
 }
 step_stream() {
   run timeout 130 "$PY" bench/launch_bound/stream.py --mode graph --seconds ${STREAM_S:-30} --json "$R/stream-graph.json"

@@ -1,0 +1,77 @@
+"""What each part of perfdiff's collector costs per launch, in ONE process (issue 13).
+
+A "step" is ``--launches`` launches of a one-element ``add_`` (the host-bound extreme: each
+launch is ~8 us of host work on the H100 VM) and a synchronize. Each round runs one block per
+mode (``tools.py``: untraced, floor, activity, marks, nvml, pm, perfdiff, pm_alone), the
+order rotating; a block is ``--warm`` unmeasured steps and ``--steps`` timed ones. Reported
+per mode: the median over rounds of its overhead against the round's untraced block, in %
+and in us per launch, and the median of (mode - floor) per round.
+
+Usage: python bench/launch_bound/parts.py [--rounds 12] [--steps 3] [--warm 1]
+           [--launches 20000] [--modes ...] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from tools import PARTS, make_tool, pin_plan, run_block, schedule, summarise
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--warm", type=int, default=1)
+    parser.add_argument("--launches", type=int, default=20_000)
+    parser.add_argument("--modes", default=",".join(m for m in PARTS if m != "torch.profiler"))
+    parser.add_argument("--pin", type=int, default=-1,
+                        help="run the program thread on this core, other threads elsewhere")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    modes = args.modes.split(",")
+    import torch
+
+    x = torch.zeros(1, device="cuda")
+
+    def step() -> None:
+        for _ in range(args.launches):
+            x.add_(1)
+        torch.cuda.synchronize()
+
+    for _ in range(3):
+        step()
+    pin = pin_plan(args.pin) if args.pin >= 0 else None
+    tools = {m: make_tool(m, torch) for m in modes}
+    blocks = []
+    for r, order in enumerate(schedule(modes, args.rounds)):
+        for mode in order:
+            block = run_block(tools[mode], step, args.steps, args.warm, pin)
+            block.update(mode=mode, round=r)
+            blocks.append(block)
+            print(json.dumps({k: v for k, v in block.items() if k not in ("step_ms", "cpu_ms")})
+                  + f" steps {[round(t, 1) for t in block['step_ms']]}", flush=True)
+    summary = summarise(blocks, modes)
+    base = summary["untraced"]["median_step_ms"] * 1000 / args.launches
+    for entry in summary.values():
+        if "overhead_pct_median" in entry:
+            entry["us_per_launch"] = round(base * entry["overhead_pct_median"] / 100, 3)
+    summary["untraced"]["us_per_launch_base"] = round(base, 3)
+    result = {"launches": args.launches, "rounds": args.rounds, "steps": args.steps,
+              "pin": None if pin is None else [sorted(c) for c in pin],
+              "gpu": torch.cuda.get_device_name(0), "summary": summary,
+              "summary_cpu": summarise(blocks, modes, "cpu_ms"), "blocks": blocks}
+    print(json.dumps(summary))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
