@@ -123,10 +123,14 @@ def test_the_fast_parser_accepts_the_usual_lines() -> None:
 def _run(door: str, args: list[str], cwd: Path) -> tuple[int, str, str, list[str]]:
     """Run ``perfdiff ARGS`` through ``door`` (``entry``: the console script; ``app``: typer)
     in a child process; exit code, stdout, stderr and the modules it had imported."""
-    probe = (
-        "import atexit, json, sys\n"
-        "atexit.register(lambda: sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules))"
-        " + '\\n'))\n"
+    probe = (  # the fast door leaves by os._exit (no atexit), the app by sys.exit
+        "import atexit, json, os, sys\n"
+        "def dump():\n"
+        "    sys.stderr.write('MODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+        "    sys.stderr.flush()\n"
+        "atexit.register(dump)\n"
+        "leave = os._exit\n"
+        "os._exit = lambda code: (dump(), leave(code))\n"
         f"sys.argv = ['perfdiff', *{args!r}]\n"
         f"from perfdiff.cli.{door} import main\nmain()\n"
     )
