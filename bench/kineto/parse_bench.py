@@ -68,8 +68,8 @@ def child(parser: str, path: str) -> None:
 
         trace = tp._TRACE_DECODER.decode(data)
         kept = tp._sort_events(trace.traceEvents)
-        events = sum(len(tp._decode_all(raws)) for raws in (
-            *kept.gpu.values(), kept.launches, kept.ranges))
+        events = sum(len(tp._decode_all(raws)) for raws in (*kept.gpu.values(), kept.ranges))
+        events += len(tp._decode_launches(kept.launches))
     else:
         from perfdiff.readers.torch_profiler import read_torch_profiler
 

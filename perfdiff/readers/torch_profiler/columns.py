@@ -8,6 +8,7 @@ bytes can be freed, and where end >= start is checked once for every GPU event a
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,10 @@ from perfdiff.readers.torch_profiler.events import (
     _Args,
     _Bad,
     _decode_all,
+    _decode_launches,
     _Event,
+    _Launch,
+    _LaunchArgs,
     _sort_events,
 )
 from perfdiff.readers.torch_profiler.timestamps import us_text_to_ns, us_texts_to_ns
@@ -164,7 +168,7 @@ def _gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
         for chunk in _chunks(kept.gpu[cat]):
             columns.add_all(_decode_all(chunk))
     for chunk in _chunks(kept.launches):
-        _add_launches(out, _decode_all(chunk))
+        _add_launches(out, _decode_launches(chunk))
     _add_ranges(out.ranges, _decode_all(kept.ranges))
     out.profiler_ranges = kept.profiler_ranges
     if kept.counters:
@@ -181,17 +185,17 @@ def _chunks(raws: list[msgspec.Raw]) -> Iterator[list[msgspec.Raw]]:
         yield chunk
 
 
-def _add_launches(out: _Gathered, events: list[_Event]) -> None:
+def _add_launches(out: _Gathered, events: list[_Launch]) -> None:
     """Launch events (cuda_runtime/cuda_driver, HIP's): correlation -> launch time, and which
     CPU process launched (the run's pid: the one that launched most)."""
     args = [e.args for e in events]
     with_corr = [(a.correlation, e.ts) for e, a in zip(events, args, strict=True)
-                 if isinstance(a, _Args) and isinstance(a.correlation, int)]
+                 if isinstance(a, _LaunchArgs) and isinstance(a.correlation, int)]
     out.launch_corr += [c for c, _ in with_corr]
     out.launch_ts += [bytes(ts) for _, ts in with_corr]
-    for pid in (e.pid for e in events):
-        if isinstance(pid, int):
-            out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + 1
+    # counted in C; first seen first, as the pids are met in the file
+    for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
+        out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n
 
 
 def _add_ranges(ranges: _Ranges, events: list[_Event]) -> None:

@@ -46,6 +46,21 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args | None = None  # a non-object args fails the decode (one line)
 
 
+class _LaunchArgs(msgspec.Struct, gc=False):
+    """A launch's args: only its correlation (the GPU event it launched) is read."""
+
+    correlation: int | str | None = None
+
+
+class _Launch(msgspec.Struct, gc=False):
+    """A launch event (``cuda_runtime``/``cuda_driver``, HIP's): when, by which process, and
+    which GPU event; its other fields are never built (launches are half the kept events)."""
+
+    pid: int | str = 0
+    ts: msgspec.Raw = msgspec.Raw(b"")
+    args: _LaunchArgs | None = None
+
+
 class _Kind(msgspec.Struct, gc=False):
     """What decides whether an event is kept: its phase and category."""
 
@@ -82,6 +97,9 @@ class _CounterEvent(msgspec.Struct, gc=False):
 _TRACE_DECODER = msgspec.json.Decoder(_Trace)
 _KIND_DECODER = msgspec.json.Decoder(_Kind)
 _EVENT_DECODER = msgspec.json.Decoder(_Event)
+_LAUNCH_DECODER = msgspec.json.Decoder(_Launch)
+_WANTED = (GPU_CATEGORIES | LAUNCH_CATEGORIES | RANGE_CATEGORIES
+           | {COUNTER_CATEGORY, PROFILER_RANGE_CATEGORY})
 _COUNTER_DECODER = msgspec.json.Decoder(_CounterEvent)
 _ANY = msgspec.json.Decoder()
 
@@ -108,7 +126,7 @@ def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
 
     Why slices first and decoding after: a decoded event costs several objects, a slice one;
     and a list of one kind decodes and becomes columns in list comprehensions, not a Python
-    call per event.
+    call per event. ``raws`` ends empty.
     """
     kind_of = _KIND_DECODER.decode
     gpu: dict[str, list[msgspec.Raw]] = {cat: [] for cat in sorted(GPU_CATEGORIES)}
@@ -116,14 +134,13 @@ def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     ranges: list[msgspec.Raw] = []
     counters: list[msgspec.Raw] = []
     profiler_ranges = 0
-    # popped from the end, each dropped slice is freed once looked at (``raws`` ends empty)
-    raws.reverse()
-    pop = raws.pop
+    wanted = _WANTED  # one set lookup turns away the CPU-side events, most of a trace
     try:
-        while raws:
-            raw = pop()
+        for raw in raws:
             kind = kind_of(raw)
             cat = kind.cat
+            if cat not in wanted:
+                continue
             if cat in GPU_CATEGORIES:
                 gpu[cat].append(raw)
             elif cat in LAUNCH_CATEGORIES:
@@ -133,16 +150,18 @@ def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
             elif cat == COUNTER_CATEGORY:
                 if kind.ph == "C":
                     counters.append(raw)
-            elif cat == PROFILER_RANGE_CATEGORY:
+            else:
                 profiler_ranges += 1
     except msgspec.ValidationError as exc:
         raise _Bad(f"malformed trace event ({exc})") from None
+    # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
+    raws.clear()
     return _Sorted(gpu, launches, ranges, counters, profiler_ranges)
 
 
 def _decode_all(raws: list[msgspec.Raw]) -> list[_Event]:
-    """Decode kept slices (GPU, launch and annotation events) as :class:`_Event`; the list
-    of slices is emptied, so that each is freed with its event."""
+    """Decode kept slices (GPU and annotation events) as :class:`_Event`; the list of slices
+    is emptied, so that each is freed with its event."""
     event_of = _EVENT_DECODER.decode
     try:
         events = [event_of(raw) for raw in raws]
@@ -150,3 +169,14 @@ def _decode_all(raws: list[msgspec.Raw]) -> list[_Event]:
         raise _Bad(f"malformed trace event ({exc})") from None
     del raws[:]
     return events
+
+
+def _decode_launches(raws: list[msgspec.Raw]) -> list[_Launch]:
+    """:func:`_decode_all` for launch events, as :class:`_Launch`."""
+    launch_of = _LAUNCH_DECODER.decode
+    try:
+        launches = [launch_of(raw) for raw in raws]
+    except msgspec.ValidationError as exc:
+        raise _Bad(f"malformed trace event ({exc})") from None
+    del raws[:]
+    return launches
