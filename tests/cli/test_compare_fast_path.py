@@ -175,10 +175,16 @@ def test_both_doors_refuse_the_same(runs: tuple[Path, str, str, str]) -> None:
 HEAVY_NEVER = ("typer", "pydantic", "click", "rich", "torch", "matplotlib")
 
 
-@pytest.mark.skipif(not TRACE_NORMAL.is_file(), reason=f"{TRACE_NORMAL} missing")
-def test_the_compare_path_of_traces_imports_no_cli_framework_and_no_torch(
-        tmp_path: Path) -> None:
-    code, _, err, modules = _run("entry", ["compare", str(TRACE_NORMAL), str(TRACE_ABNORMAL),
+@pytest.mark.parametrize("pair", [
+    (TRACE_NORMAL, TRACE_ABNORMAL),
+    (REPO / "fixtures" / "gpt-infer-normal.json.gz",
+     REPO / "fixtures" / "gpt-infer-contended.json.gz"),
+], ids=["traces", "run files"])
+def test_the_compare_path_imports_no_cli_framework_and_no_torch(
+        tmp_path: Path, pair: tuple[Path, Path]) -> None:
+    if not all(p.is_file() for p in pair):
+        pytest.skip(f"{pair} missing")
+    code, _, err, modules = _run("entry", ["compare", str(pair[0]), str(pair[1]),
                                            "--format", "json", "-o", "r.json"], tmp_path)
     assert code == 0, err
     loaded = sorted({m.split(".")[0] for m in modules} & set(HEAVY_NEVER))
