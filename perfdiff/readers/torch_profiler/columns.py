@@ -178,10 +178,14 @@ def _gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
 
 
 def _chunks(raws: list[msgspec.Raw]) -> Iterator[list[msgspec.Raw]]:
-    """Slices of ``raws`` of at most ``_CHUNK``, taken off its front (``raws`` ends empty)."""
+    """``raws`` in order, in slices of at most ``_CHUNK``, each taken out of the list (which
+    ends empty) so that a slice is freed once decoded; cut from the end of the reversed list,
+    so that each cut costs its own length, not the list's."""
+    raws.reverse()
     while raws:
-        chunk = raws[:_CHUNK]
-        del raws[:_CHUNK]
+        chunk = raws[-_CHUNK:]
+        del raws[-_CHUNK:]
+        chunk.reverse()
         yield chunk
 
 
