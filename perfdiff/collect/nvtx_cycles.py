@@ -19,17 +19,14 @@ Only ranges whose message equals NAME open and close cycles; others nest freely 
 from __future__ import annotations
 
 import functools
-import importlib.abc
-import importlib.machinery
 import sys
 import threading
 from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from perfdiff.collect.import_hooks import when_imported
 from perfdiff.markers import CycleRecorder
-
-ModuleHook = Callable[[ModuleType], None]
 
 
 class NvtxCycles:
@@ -208,84 +205,6 @@ def _wrap_start_end(module: ModuleType, start: str, end: str, cycles: NvtxCycles
         wrapper._perfdiff_wrapped = True  # type: ignore[attr-defined]
     setattr(module, start, start_wrapper)
     setattr(module, end, end_wrapper)
-
-
-# ---------------------------------------------------------------------- post-import hooks
-
-
-class _AfterImport(importlib.abc.MetaPathFinder):
-    """Runs a hook right after a named module has executed (for modules imported later)."""
-
-    def __init__(self) -> None:
-        self.hooks: dict[str, ModuleHook] = {}
-        self._busy: set[str] = set()
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        hook = self.hooks.get(fullname)
-        if hook is None or fullname in self._busy:
-            return None
-        self._busy.add(fullname)
-        try:
-            spec = None
-            for finder in sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    break
-        finally:
-            self._busy.discard(fullname)
-        if spec is None or spec.loader is None:
-            return None
-        spec.loader = _HookedLoader(spec.loader, hook)
-        return spec
-
-
-class _HookedLoader(importlib.abc.Loader):
-    def __init__(self, inner: Any, hook: ModuleHook) -> None:
-        self._inner = inner
-        self._hook = hook
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        result: ModuleType | None = self._inner.create_module(spec)
-        return result
-
-    def exec_module(self, module: ModuleType) -> None:
-        module.__loader__ = self._inner
-        if module.__spec__ is not None:
-            module.__spec__.loader = self._inner
-        self._inner.exec_module(module)
-        _run_hook(self._hook, module)
-
-    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ... of the real loader
-        return getattr(self._inner, name)
-
-
-_finder: _AfterImport | None = None
-
-
-def _run_hook(hook: ModuleHook, module: ModuleType) -> None:
-    try:
-        hook(module)
-    except Exception as exc:  # a wrapper that fails must not break the program's import
-        print(f"perfdiff: warning: could not wrap {module.__name__} for cycle ranges ({exc})",
-              file=sys.stderr)
-
-
-def when_imported(hooks: dict[str, ModuleHook]) -> None:
-    """Run each hook on its module now if it is imported, else right after its import."""
-    global _finder
-    for name, hook in hooks.items():
-        module = sys.modules.get(name)
-        if module is not None:
-            _run_hook(hook, module)
-            continue
-        if _finder is None:
-            _finder = _AfterImport()
-            sys.meta_path.insert(0, _finder)
-        _finder.hooks[name] = hook
 
 
 __all__ = ["NvtxCycles", "when_imported"]

@@ -25,6 +25,9 @@ step_probe() {
   for w in ${PROBE_WORKLOADS:-gpt-infer train-step}; do
     run timeout 90 "$PY" scripts/gpu/pm_probe.py $w ${PROBE_ARGS:-} --json "$R/probe-$w.json"
   done
+  if [ -n "${PROBE_LONG:-}" ]; then  # a run long enough to decode while it runs
+    run timeout 150 "$PY" scripts/gpu/pm_probe.py train-step --cycles $PROBE_LONG --json "$R/probe-train-step-long.json"
+  fi
 }
 step_user() {
   # PM in a user program (issue 13 item 2) and the self-measured overhead of the GPT-2 program

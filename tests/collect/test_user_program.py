@@ -541,14 +541,18 @@ def launch(name, ms):
 """
 
 
-def test_the_cupti_backend_is_active_before_the_program_starts(tmp_path: Path) -> None:
-    """The production CUPTI backend (cupti_activity.py) over a stand-in cupti module."""
+def test_the_cupti_backend_starts_when_the_program_reaches_cuda(tmp_path: Path) -> None:
+    """The production CUPTI backend (cupti_activity.py) over a stand-in cupti module, started
+    when the program imports a CUDA library (deferred_trace.py; a stand-in ``cupy``), so the
+    launch before any cycle is traced too."""
     package = tmp_path / "fakes" / "cupti"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")
     (package / "cupti.py").write_text(FAKE_CUPTI)
+    (tmp_path / "fakes" / "cupy.py").write_text("")
     (tmp_path / "prog.py").write_text(textwrap.dedent("""
         import perfdiff
+        import cupy  # a CUDA library: CUPTI starts here
         from cupti import cupti
         cupti.launch("before_any_cycle", 0.1)
         for i in range(5):

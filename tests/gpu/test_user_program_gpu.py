@@ -87,6 +87,9 @@ def test_each_iteration_is_one_cycle_with_its_kernels(tmp_path: Path, mode: str)
     assert run.cycles.index.size == STEPS
     extra = _extra_per_cycle(run)
     assert len(set(extra)) == 1 and extra[0] >= 1, extra
+    if mode == "nvtx":  # CUPTI started at CUDA initialisation: PM sampling configures
+        assert "pm_sampling" in rf.collection.sources, rf.collection.warnings
+        assert not any("PM sampling unavailable" in w for w in rf.collection.warnings)
     print(mode, "cycles", run.cycles.index.size, "kernels", run.kernels.name_id.size,
           "extra per cycle", extra[0], "sources", rf.collection.sources,
           "warnings", rf.collection.warnings)

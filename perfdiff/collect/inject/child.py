@@ -1,7 +1,8 @@
 """The collector inside the user's process: started by ``boot/sitecustomize.py``.
 
 Lifecycle: :func:`activate` decides whether this process records (see :func:`should_record`),
-starts activity tracing *before the program's first line* (so before its first CUDA call),
+arranges for activity tracing to start when the program initialises CUDA (before its first
+kernel, and not earlier: CUPTI started before CUDA refuses PM sampling, deferred_trace.py),
 installs the cycle recorder behind ``perfdiff.cycle()`` / ``mark_cycle()`` and, with
 ``--cycle-range``, the NVTX wrappers. PM sampling and NVML need to know the program's GPU,
 which is only known once the program has initialised CUDA, so they start at the first cycle
@@ -459,13 +460,17 @@ def open_trace(config: InjectConfig) -> TraceBackend:
     if config.backend != "cupti":
         raise ValueError(f"unknown backend {config.backend!r}")
     from perfdiff.collect.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.inject.deferred_trace import DeferredTrace
 
     # Launch API records only where cycles have no boundary marks: --cycle-ms windows, and
     # cycles found by themselves (no marking option: found_cycles.py); --cycle-range,
     # --cycle-function and perfdiff.cycle() cycles get marks (program_marks.py).
     marked = bool(config.cycle_range or config.cycle_function)
-    return CuptiActivityBackend(trace_memory=config.trace_memory,
-                                trace_api=bool(config.cycle_ms) or not marked)
+    api = bool(config.cycle_ms) or not marked
+    # CUPTI starts when the program initialises CUDA: started earlier, it refuses PM sampling
+    return DeferredTrace(lambda: CuptiActivityBackend(trace_memory=config.trace_memory,
+                                                      trace_api=api),
+                         pm_requested=bool(config.pm_sampling and config.metrics))
 
 
 _collector: ChildCollector | None = None
