@@ -15,6 +15,9 @@ HTA runs from its own venv (it is never a perfdiff dependency), perfdiff from th
   python3 -m venv /tmp/hta-venv && /tmp/hta-venv/bin/pip install holistictraceanalysis
   .venv/bin/python bench/kineto/hta_vs_perfdiff.py --hta-python /tmp/hta-venv/bin/python \
       --repeat 5 --json bench/kineto/results.json
+Any other pair (one trace file per side, e.g. larger HF Trainer or generate traces recorded
+on the GPU): ``--pair NAME CONTROL TEST`` (repeatable); it runs with the built-in pairs, or
+alone with ``--pairs NAME``.
 """
 
 from __future__ import annotations
@@ -49,9 +52,12 @@ comp = TraceDiff.compare_traces(sys.argv[1], sys.argv[2])
 print(len(comp))
 """
 HTA_FLOOR = "import logging; from hta.trace_diff import TraceDiff"
-PERFDIFF_FLOOR = ("import perfdiff.cli.app, perfdiff.cli.commands, perfdiff.analysis.entry, "
-                  "perfdiff.report.json_report, perfdiff.readers.torch_profiler; "
-                  "perfdiff.cli.app._register_commands()")
+# what ``perfdiff compare A B --format json -o F`` imports (the console script's fast door,
+# with the door's settings: one BLAS thread, no cyclic collector), before it reads a byte
+PERFDIFF_FLOOR = ("import gc, os; os.environ.setdefault('OPENBLAS_NUM_THREADS', '1'); "
+                  "gc.disable(); import perfdiff.cli.entry, perfdiff.cli.compare_run, "
+                  "perfdiff.cli.guard, perfdiff.analysis.entry, perfdiff.analysis.comparison, "
+                  "perfdiff.report.json_report, perfdiff.readers.torch_profiler")
 HTA_GPU_TOTALS = """
 import sys, json, logging
 logging.disable(logging.WARNING)
@@ -96,10 +102,21 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--pairs", nargs="*", default=list(PAIRS))
+    parser.add_argument("--pairs", nargs="*", default=None,
+                        help="pairs to run, by name (default: all, --pair ones included)")
+    parser.add_argument("--pair", nargs=3, action="append", default=[],
+                        metavar=("NAME", "CONTROL", "TEST"),
+                        help="another pair of trace files to run (repeatable)")
     parser.add_argument("--hta-python", default=sys.executable,
                         help="interpreter of a venv with holistictraceanalysis")
     args = parser.parse_args()
+    for name, control, test in args.pair:
+        PAIRS[name] = (Path(control).resolve(), Path(test).resolve())
+    if args.pairs is None:
+        args.pairs = list(PAIRS)
+    unknown = [name for name in args.pairs if name not in PAIRS]
+    if unknown:
+        parser.error(f"unknown pair(s) {unknown}; known: {sorted(PAIRS)}")
     py, hta_py = sys.executable, args.hta_python
     results: dict[str, Any] = {}
     # the floor: interpreter start and imports, before either tool reads a byte
@@ -108,6 +125,7 @@ def main() -> int:
                                               ("perfdiff", py, PERFDIFF_FLOOR))}
     results["floor"] = {tool: {"seconds": [r[0] for r in runs], "peak_mib": [r[1] for r in runs]}
                         for tool, runs in floors.items()}
+    results["floor"]["when_utc"] = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     print("floor (start + imports): " + ", ".join(
         f"{tool} {min(r[0] for r in runs):.2f} s {max(r[1] for r in runs):.0f} MiB"
         for tool, runs in floors.items()))
@@ -135,6 +153,8 @@ def main() -> int:
             print(f"| {name} | {hta_s:.2f} | {hta_mib:.0f} | {pd_s:.2f} | {pd_mib:.0f} | "
                   f"{hta_s / pd_s:.1f}x | {pd_mib / hta_mib:.2f} |", flush=True)
             entry: dict[str, Any] = {
+                "when_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+                "load_average_1min": os.getloadavg()[0],
                 "hta_seconds": [r[0] for r in hta], "hta_peak_mib": [r[1] for r in hta],
                 "perfdiff_seconds": [r[0] for r in pd_],
                 "perfdiff_peak_mib": [r[1] for r in pd_],
@@ -156,7 +176,10 @@ def main() -> int:
                   f"{check['same_names']=}, {check['same_counts']=}, max |diff| "
                   f"{check['max_abs_diff_us']:.3f} us, perfdiff steps {check['perfdiff_steps']}")
     if args.json:
-        args.json.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+        # merged into what the file holds: a later run of one pair (--pair) keeps the others
+        old = json.loads(args.json.read_text()) if args.json.is_file() else {}
+        old.update(results)
+        args.json.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
     return 0
 
 

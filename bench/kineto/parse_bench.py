@@ -67,8 +67,9 @@ def child(parser: str, path: str) -> None:
         from perfdiff.readers.torch_profiler import events as tp
 
         trace = tp._TRACE_DECODER.decode(data)
-        counted: dict[tuple[str, str], int] = {}
-        events = sum(1 for _ in tp._kept_events(trace.traceEvents, counted, []))
+        kept = tp._sort_events(trace.traceEvents)
+        events = sum(len(tp._decode_all(raws)) for raws in (*kept.gpu.values(), kept.ranges))
+        events += len(tp._decode_launches(kept.launches))
     else:
         from perfdiff.readers.torch_profiler import read_torch_profiler
 

@@ -9,18 +9,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from perfdiff.analysis.cycle_table import cycle_table
 from perfdiff.analysis.self_overhead import self_overhead_notes
-from perfdiff.analysis.window_work import WindowWork, per_unit_of_work
 from perfdiff.errors import InputError
 from perfdiff.inputs import require_input
 from perfdiff.readers.dispatch import load_trace
-from perfdiff.readers.latencyprism import PERF_FILE, is_latencyprism_folder, load_latencyprism
+from perfdiff.readers.latencyprism import PERF_FILE, is_latencyprism_folder
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from perfdiff.analysis.window_work import WindowWork
+
+# The tables (pandas) are imported by the functions that build them: reading an input
+# (:func:`read_input`) loads no pandas, so that ``compare`` can read both inputs before it
+# loads the analysis, and the reader's peak memory (a trace's whole text at once) does not
+# sit on top of pandas and scipy (bench/README.md, issue 15).
 
 LATENCYPRISM_KIND = "latencyprism"
 RUN_FILE_KIND = "run file"
@@ -51,13 +58,28 @@ class Side:
     run_file: RunFile | None = None
 
 
+@dataclass(frozen=True)
+class Input:
+    """An input as read, before its table is built: a run file (perfdiff's own, or converted
+    from a torch.profiler trace), or a LatencyPrism folder (whose CSV is the table)."""
+
+    source: str
+    run_file: RunFile | None = None
+    latencyprism_folder: Path | None = None
+
+
 def load_side(path: str | Path, *, cycle_range: str | None = None) -> Side:
     """Load a run file, a torch.profiler trace (file or folder of ranks) or a LatencyPrism
     ``*_perf_data`` folder (InputError on anything else)."""
+    return side_of(read_input(path, cycle_range=cycle_range))
+
+
+def read_input(path: str | Path, *, cycle_range: str | None = None) -> Input:
+    """Find what ``path`` is and read it, without building its table (no pandas)."""
     p = require_input(path, folder_ok=True)
     converted = load_trace(p, cycle_range=cycle_range)
     if converted is not None:
-        return side_from_run_file(converted, source=str(p))
+        return Input(str(p), run_file=converted)
     if p.is_file() and p.name == PERF_FILE:  # the CSV itself: take its folder
         p = p.parent
     if p.is_dir():
@@ -66,15 +88,29 @@ def load_side(path: str | Path, *, cycle_range: str | None = None) -> Side:
                 f"{p}: is a folder without result_perf_data.csv; pass a run file "
                 "(.json/.json.gz) or a LatencyPrism '*_perf_data' folder"
             )
-        table = load_latencyprism(p)
-        return Side(table, SideMeta(source=str(p), kind=LATENCYPRISM_KIND, workload=p.parent.name))
-    run_file = load_run_file(p)
-    return side_from_run_file(run_file, source=str(p))
+        return Input(str(p), latencyprism_folder=p)
+    return Input(str(p), run_file=load_run_file(p))
+
+
+def side_of(found: Input) -> Side:
+    """The cycle table and metadata of an input read by :func:`read_input`."""
+    if found.run_file is not None:
+        return side_from_run_file(found.run_file, source=found.source)
+    from perfdiff.readers.latencyprism import load_latencyprism
+
+    folder = found.latencyprism_folder
+    assert folder is not None  # an Input is one or the other
+    table = load_latencyprism(folder)
+    return Side(table, SideMeta(source=found.source, kind=LATENCYPRISM_KIND,
+                                workload=folder.parent.name))
 
 
 def side_from_run_file(run_file: RunFile, *, source: str = "<memory>") -> Side:
     """Cycle table and metadata of an already-loaded run file (fixed windows are turned into
     units of work: ``window_work.py``)."""
+    from perfdiff.analysis.cycle_table import cycle_table
+    from perfdiff.analysis.window_work import per_unit_of_work
+
     table, window = per_unit_of_work(run_file, cycle_table(run_file))
     meta = run_file_meta(run_file, source=source)
     if window is not None:

@@ -1,4 +1,5 @@
-"""The console script: a missing or unreadable input is reported before anything heavy loads.
+"""The console script: a missing or unreadable input is reported before anything heavy loads,
+and a plain ``compare`` line runs without typer (``perfdiff.cli.compare_run`` says why).
 
 Why a door before the app: importing typer (which imports pydantic here) and registering the
 commands costs 0.15-0.3 s, and ``compare`` used to need 1.7 s to say that a file did not exist.
@@ -12,10 +13,14 @@ earlier what the command itself would say.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING, NoReturn
 
 from perfdiff.cli.bare_options import expand_bare_options
 from perfdiff.errors import PerfdiffError, exit_code_for
 from perfdiff.inputs import require_input
+
+if TYPE_CHECKING:
+    from perfdiff.cli.compare_run import CompareArgs
 
 # options that take a value, per command that reads input files (the rest are flags)
 VALUE_OPTIONS: dict[str, frozenset[str]] = {
@@ -75,7 +80,8 @@ def input_arguments(argv: list[str]) -> list[str] | None:
 
 
 def main() -> None:
-    """Check the inputs, then run the app (``perfdiff.cli.app.main``)."""
+    """Check the inputs, then run a plain ``compare`` line without typer
+    (``perfdiff.cli.compare_run``), anything else through the app (``perfdiff.cli.app.main``)."""
     argv = sys.argv[1:]
     inputs = input_arguments(argv)
     try:
@@ -84,9 +90,47 @@ def main() -> None:
     except PerfdiffError as exc:
         print(f"perfdiff: error: {exc}", file=sys.stderr)
         sys.exit(exit_code_for(exc))
+    if inputs is not None and argv[0] == "compare":
+        from perfdiff.cli.compare_run import parse_compare_args
+
+        args = parse_compare_args(expand_bare_options(argv)[1:])
+        if args is not None:
+            _compare_process(args)
     from perfdiff.cli.app import main as app_main
 
     app_main()
+
+
+def _compare_process(args: CompareArgs) -> NoReturn:
+    """A plain ``compare`` line as one short process, tuned for that (bench/README.md)."""
+    import contextlib
+    import gc
+    import os
+
+    from perfdiff.cli.compare_run import run_compare
+    from perfdiff.cli.guard import run_guarded
+
+    # compare makes no BLAS call, yet OpenBLAS (numpy's and scipy's, each) starts a thread
+    # per core at import that spins for work: 0.3 s of CPU on the other cores per compare,
+    # 0.02-0.04 s of wall time on a busy 2-core machine. Set before numpy is imported; a
+    # user's setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    # The cyclic collector would walk ~10^6 objects (pandas, scipy, the reader's rows) about
+    # 300 times for garbage that is not there: 0.06-0.1 s of a 1 s compare (peak memory +1 MiB
+    # without it). Off here only: run_compare in a longer-lived process keeps it.
+    gc.disable()
+    try:
+        run_guarded(lambda: run_compare(args))
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
+        # The report is written and closed (write_atomic) or printed; what is left is the
+        # interpreter's teardown of pandas, scipy and numpy (~10^6 objects, a last full
+        # collection): 0.06-0.1 s of a 1 s compare for nothing. Flush and leave.
+        for stream in (sys.stdout, sys.stderr):
+            # a reader that went away (| head): as run_guarded, nothing more to say
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
 
 
 __all__ = ["input_arguments", "main"]

@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
-from perfdiff.analysis import columns as C
 from perfdiff.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas (and the cycle table's columns, which need it) are imported by the functions that
+# read a folder: telling whether a path is a LatencyPrism folder must not load pandas, since
+# compare reads its inputs before it loads the analysis (peak memory, bench/README.md)
 
 PERF_FILE = "result_perf_data.csv"
 COUNTERS_FILE = "result_counters_data.csv"
@@ -54,6 +60,8 @@ def is_latencyprism_folder(path: Path) -> bool:
 
 def load_latencyprism(path: str | Path) -> pd.DataFrame:
     """Read a LatencyPrism ``*_perf_data`` folder as a cycle table (one run, index 0)."""
+    import pandas as pd
+
     folder = Path(path)
     perf = folder / PERF_FILE
     if not perf.is_file():
@@ -136,6 +144,8 @@ def _check_sense(conv: dict[str, pd.Series], raw: pd.DataFrame, source: str) -> 
     function's time above its cycle's are kept: LatencyPrism sums a function over threads (seen
     up to 234 % in its own exports).
     """
+    import pandas as pd
+
     duration, anchor = conv["duration"], conv["anchor_dur_us"]
     cycle_share_pct, metric_pct = conv["beta_pct"], conv["mu_pct"]
     checks = (
@@ -167,6 +177,10 @@ def _refuse_first(bad: np.ndarray, raw: pd.DataFrame, column: str, what: str,
 
 def latencyprism_table(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> pd.DataFrame:
     """Convert LatencyPrism's rows (as read by pandas) to the cycle table."""
+    import pandas as pd
+
+    from perfdiff.analysis import columns as C
+
     numeric = ["cycle", "pid", "beta_pct", "mu_pct", "duration", "anchor_dur_us"]
     conv = {}
     for name in numeric:

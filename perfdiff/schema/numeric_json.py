@@ -26,10 +26,8 @@ Results are identical to ``json.loads`` followed by ``numpy.asarray``, by constr
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import io
 import json
-import secrets
 import sys
 import warnings
 from typing import Any
@@ -144,6 +142,8 @@ def _cut_number_arrays(data: bytes) -> tuple[bytes, dict[str, NumberArray]] | No
     memory speed; strings are stepped over so that a ``[`` inside a name is never taken for an
     array.
     """
+    import secrets  # here, not at the top: reading a trace never needs it (start-up)
+
     nonce = secrets.token_hex(8)
     arrays: dict[str, NumberArray] = {}
     pieces: list[bytes] = []
@@ -327,6 +327,8 @@ def _parse_floats(chunk: bytes, nulls: int) -> FloatArray | None:
 @functools.cache
 def _pandas_floats_exact() -> bool:
     """pandas >= 3.1 parses every float with one correctly rounded converter (fast_float)."""
+    import importlib.metadata  # here, not at the top: 10-15 ms that reading a trace never needs
+
     try:
         version = importlib.metadata.version("pandas")
     except importlib.metadata.PackageNotFoundError:

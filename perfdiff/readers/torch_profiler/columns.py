@@ -8,6 +8,8 @@ bytes can be freed, and where end >= start is checked once for every GPU event a
 from __future__ import annotations
 
 import sys
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,13 +18,14 @@ import numpy as np
 
 from perfdiff.readers.torch_profiler.events import (
     _COUNTER_DECODER,
-    GPU_CATEGORIES,
-    LAUNCH_CATEGORIES,
-    RANGE_CATEGORIES,
     _Args,
     _Bad,
+    _decode_all,
+    _decode_launches,
     _Event,
-    _kept_events,
+    _Launch,
+    _LaunchArgs,
+    _sort_events,
 )
 from perfdiff.readers.torch_profiler.timestamps import us_text_to_ns, us_texts_to_ns
 from perfdiff.schema.model import IntArray, MetricSeries
@@ -39,6 +42,17 @@ def _int_value(value: Any, what: str, event: str) -> int:
     raise _Bad(f"GPU event {event[:60]!r}: {what} {value!r} is not an integer")
 
 
+def _int_values(values: list[Any], what: str, names: list[str]) -> list[int]:
+    """:func:`_int_value` of each; a list of plain ints (the usual case) is taken as it is."""
+    if all(type(v) is int for v in values):
+        return values
+    return [_int_value(v, what, name) for v, name in zip(values, names, strict=True)]
+
+
+_NO_ARGS = _Args()
+_CHUNK = 8192  # events decoded at a time: bounds the decoded events alive at once
+
+
 @dataclass
 class _Columns:
     """GPU activity of one kind gathered in the first pass (times still as JSON text)."""
@@ -50,31 +64,39 @@ class _Columns:
     dur: list[bytes] = field(default_factory=list)
     correlation: list[int] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)
-    grid: list[tuple[int, int, int]] = field(default_factory=list)
-    block: list[tuple[int, int, int]] = field(default_factory=list)
+    grid: list[int] = field(default_factory=list)  # x, y, z of each row, flat
+    block: list[int] = field(default_factory=list)
 
-    def add(self, event: _Event) -> None:
-        args = event.args if isinstance(event.args, _Args) else _Args()
-        name = sys.intern(event.name)  # a kernel name (often 200+ characters) held once
-        self.name.append(name)
-        self.device.append(_int_value(args.device if args.device is not None else event.pid,
-                                      "device (args.device or pid)", name))
-        self.stream.append(_int_value(args.stream if args.stream is not None else event.tid,
-                                      "stream (args.stream or tid)", name))
-        self.ts.append(bytes(event.ts))
-        self.dur.append(bytes(event.dur) or b"0")
-        self.correlation.append(-1 if args.correlation is None else
-                                _int_value(args.correlation, "correlation", name))
-        nbytes = args.bytes
-        self.nbytes.append(int(nbytes) if isinstance(nbytes, (int, float)) and
-                           not isinstance(nbytes, bool) and nbytes >= 0 else 0)
-        self.grid.append(_dim3(args.grid))
-        self.block.append(_dim3(args.block))
+    def add_all(self, events: list[_Event]) -> None:
+        """Append the complete events (``ph`` "X") of a decoded list, a column at a time."""
+        events = [e for e in events if e.ph == "X"]
+        # a kernel name (often 200+ characters) held once
+        names = [sys.intern(e.name) for e in events]
+        args = [e.args if isinstance(e.args, _Args) else _NO_ARGS for e in events]
+        self.name += names
+        pairs = list(zip(events, args, strict=True))
+        self.device += _int_values([a.device if a.device is not None else e.pid
+                                    for e, a in pairs], "device (args.device or pid)", names)
+        self.stream += _int_values([a.stream if a.stream is not None else e.tid
+                                    for e, a in pairs], "stream (args.stream or tid)", names)
+        self.ts += [bytes(e.ts) for e in events]
+        self.dur += [bytes(e.dur) or b"0" for e in events]
+        corr = [a.correlation for a in args]
+        self.correlation += _int_values([-1 if c is None else c for c in corr],
+                                        "correlation", names)
+        self.nbytes += [_nbytes(a.bytes) for a in args]
+        self.grid += _dim3s([a.grid for a in args])
+        self.block += _dim3s([a.block for a in args])
 
     def spans(self, base_ns: int) -> tuple[IntArray, IntArray]:
         """Start and end (ns) of every row; end >= start is checked here, once."""
         start, end = _spans(self.ts, self.dur, base_ns, "GPU event")
         return start, end
+
+
+def _nbytes(value: Any) -> int:
+    return (int(value) if isinstance(value, (int, float)) and not isinstance(value, bool)
+            and value >= 0 else 0)
 
 
 def _spans(ts: list[bytes], dur: list[bytes], base_ns: int,
@@ -96,6 +118,16 @@ def _dim3(value: Any) -> tuple[int, int, int]:
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in padded):
         return (0, 0, 0)
     return (padded[0], padded[1], padded[2])
+
+
+def _dim3s(values: list[Any]) -> list[int]:
+    """:func:`_dim3` of each, flat (x, y, z, x, y, z, ...); three non-negative plain ints
+    each (every kernel of a Kineto trace) are taken as they are."""
+    if all(type(v) is list and len(v) == 3 for v in values):
+        flat = [x for v in values for x in v]
+        if all(type(x) is int and x >= 0 for x in flat):
+            return flat
+    return [x for v in values for x in _dim3(v)]
 
 
 @dataclass
@@ -126,37 +158,58 @@ class _Gathered:
 
 
 def _gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
-    """The one pass over the events. A function of its own so that its last decoded event
-    (whose raw ``ts`` holds the whole file) is gone when it returns; ``events`` is emptied."""
+    """The one pass over the events, then each kept kind decoded into its columns. A function
+    of its own so that its last decoded event (whose raw ``ts`` holds the whole file) is gone
+    when it returns; ``events`` is emptied."""
     out = _Gathered()
-    by_cat = {"kernel": out.kernels, "gpu_memcpy": out.copies, "gpu_memset": out.sets}
-    ranges = out.ranges
-    counted: dict[tuple[str, str], int] = {}
-    counter_raws: list[msgspec.Raw] = []
-    for event in _kept_events(events, counted, counter_raws):
-        cat = event.cat
-        if cat in GPU_CATEGORIES:
-            if event.ph == "X":
-                by_cat[cat].add(event)
-        elif cat in LAUNCH_CATEGORIES:
-            args = event.args
-            if isinstance(args, _Args) and isinstance(args.correlation, int):
-                out.launch_corr.append(args.correlation)
-                out.launch_ts.append(bytes(event.ts))
-            if isinstance(event.pid, int):
-                out.cpu_pids[event.pid] = out.cpu_pids.get(event.pid, 0) + 1
-        elif cat in RANGE_CATEGORIES and event.ph == "X":
-            ranges.cat.append(cat)
+    kept = _sort_events(events)
+    for cat, columns in (("kernel", out.kernels), ("gpu_memcpy", out.copies),
+                         ("gpu_memset", out.sets)):
+        for chunk in _chunks(kept.gpu[cat]):
+            columns.add_all(_decode_all(chunk))
+    for chunk in _chunks(kept.launches):
+        _add_launches(out, _decode_launches(chunk))
+    _add_ranges(out.ranges, _decode_all(kept.ranges))
+    out.profiler_ranges = kept.profiler_ranges
+    if kept.counters:
+        out.metrics, out.sample_interval_ns = _counter_series(kept.counters, base_ns)
+    del events[:]  # with the last raw slice gone, the file's bytes are freed
+    return out
+
+
+def _chunks(raws: list[msgspec.Raw]) -> Iterator[list[msgspec.Raw]]:
+    """``raws`` in order, in slices of at most ``_CHUNK``, each taken out of the list (which
+    ends empty) so that a slice is freed once decoded; cut from the end of the reversed list,
+    so that each cut costs its own length, not the list's."""
+    raws.reverse()
+    while raws:
+        chunk = raws[-_CHUNK:]
+        del raws[-_CHUNK:]
+        chunk.reverse()
+        yield chunk
+
+
+def _add_launches(out: _Gathered, events: list[_Launch]) -> None:
+    """Launch events (cuda_runtime/cuda_driver, HIP's): correlation -> launch time, and which
+    CPU process launched (the run's pid: the one that launched most)."""
+    args = [e.args for e in events]
+    with_corr = [(a.correlation, e.ts) for e, a in zip(events, args, strict=True)
+                 if isinstance(a, _LaunchArgs) and isinstance(a.correlation, int)]
+    out.launch_corr += [c for c, _ in with_corr]
+    out.launch_ts += [bytes(ts) for _, ts in with_corr]
+    # counted in C; first seen first, as the pids are met in the file
+    for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
+        out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n
+
+
+def _add_ranges(ranges: _Ranges, events: list[_Event]) -> None:
+    for event in events:
+        if event.ph == "X":
+            ranges.cat.append(event.cat)
             ranges.name.append(event.name)
             ranges.ts.append(bytes(event.ts))
             ranges.dur.append(bytes(event.dur) or b"0")
             ranges.device.append(event.pid if isinstance(event.pid, int) else -1)
-    out.profiler_ranges = sum(n for (cat, _), n in counted.items()
-                              if cat == "cuda_profiler_range")
-    if counter_raws:
-        out.metrics, out.sample_interval_ns = _counter_series(counter_raws, base_ns)
-    del events[:]  # with the last raw slice gone, the file's bytes are freed
-    return out
 
 
 def _counter_series(raws: list[msgspec.Raw],

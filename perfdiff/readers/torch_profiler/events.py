@@ -7,7 +7,6 @@ says it is needed (GPU, launch, annotation); CPU-side events are only counted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -16,6 +15,7 @@ LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hi
 GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 RANGE_CATEGORIES = frozenset({"user_annotation", "gpu_user_annotation"})
 COUNTER_CATEGORY = "hardware_counters"
+PROFILER_RANGE_CATEGORY = "cuda_profiler_range"
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -44,6 +44,21 @@ class _Event(msgspec.Struct, gc=False):
     ts: msgspec.Raw = msgspec.Raw(b"")
     dur: msgspec.Raw = msgspec.Raw(b"")
     args: _Args | None = None  # a non-object args fails the decode (one line)
+
+
+class _LaunchArgs(msgspec.Struct, gc=False):
+    """A launch's args: only its correlation (the GPU event it launched) is read."""
+
+    correlation: int | str | None = None
+
+
+class _Launch(msgspec.Struct, gc=False):
+    """A launch event (``cuda_runtime``/``cuda_driver``, HIP's): when, by which process, and
+    which GPU event; its other fields are never built (launches are half the kept events)."""
+
+    pid: int | str = 0
+    ts: msgspec.Raw = msgspec.Raw(b"")
+    args: _LaunchArgs | None = None
 
 
 class _Kind(msgspec.Struct, gc=False):
@@ -82,7 +97,9 @@ class _CounterEvent(msgspec.Struct, gc=False):
 _TRACE_DECODER = msgspec.json.Decoder(_Trace)
 _KIND_DECODER = msgspec.json.Decoder(_Kind)
 _EVENT_DECODER = msgspec.json.Decoder(_Event)
-_KEPT_CATEGORIES = GPU_CATEGORIES | LAUNCH_CATEGORIES | RANGE_CATEGORIES
+_LAUNCH_DECODER = msgspec.json.Decoder(_Launch)
+_WANTED = (GPU_CATEGORIES | LAUNCH_CATEGORIES | RANGE_CATEGORIES
+           | {COUNTER_CATEGORY, PROFILER_RANGE_CATEGORY})
 _COUNTER_DECODER = msgspec.json.Decoder(_CounterEvent)
 _ANY = msgspec.json.Decoder()
 
@@ -91,26 +108,75 @@ class _Bad(Exception):
     """Internal: the trace breaks a rule; the message says which (the caller adds the file)."""
 
 
-def _kept_events(raws: list[msgspec.Raw], counted: dict[tuple[str, str], int],
-                 counters: list[msgspec.Raw]) -> Iterator[_Event]:
-    """The GPU, launch and annotation events, decoded; every other event is looked at only
-    for its category and phase, which ``counted`` tallies (CPU ops, Python functions and
-    flows are most of a trace); ``hardware_counters`` samples go to ``counters`` as they are."""
+class _Sorted(msgspec.Struct, gc=False):
+    """The kept events of a trace, still raw slices, by what they are; and the few counts of
+    the others that the reader reports."""
+
+    gpu: dict[str, list[msgspec.Raw]]  # kernel / gpu_memcpy / gpu_memset, in file order
+    launches: list[msgspec.Raw]
+    ranges: list[msgspec.Raw]
+    counters: list[msgspec.Raw]  # hardware_counters samples (ph "C")
+    profiler_ranges: int  # cuda_profiler_range events (their trace has no kernels)
+
+
+def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
+    """Every event is looked at for its category and phase only (CPU ops, Python functions
+    and flows are most of a trace, and are dropped here); GPU, launch and annotation events
+    are kept as raw slices, to be decoded a kind at a time (:func:`_decode_all`).
+
+    Why slices first and decoding after: a decoded event costs several objects, a slice one;
+    and a list of one kind decodes and becomes columns in list comprehensions, not a Python
+    call per event. ``raws`` ends empty.
+    """
     kind_of = _KIND_DECODER.decode
-    event_of = _EVENT_DECODER.decode
-    # popped from the end, each slice is freed once looked at (``raws`` ends empty): the
-    # memory the kept events take is what the slices gave back, not more on top
-    raws.reverse()
+    gpu: dict[str, list[msgspec.Raw]] = {cat: [] for cat in sorted(GPU_CATEGORIES)}
+    launches: list[msgspec.Raw] = []
+    ranges: list[msgspec.Raw] = []
+    counters: list[msgspec.Raw] = []
+    profiler_ranges = 0
+    wanted = _WANTED  # one set lookup turns away the CPU-side events, most of a trace
     try:
-        while raws:
-            raw = raws.pop()
+        for raw in raws:
             kind = kind_of(raw)
-            if kind.cat in _KEPT_CATEGORIES:
-                yield event_of(raw)
-            else:
-                key = (kind.cat, kind.ph)
-                counted[key] = counted.get(key, 0) + 1
-                if key == (COUNTER_CATEGORY, "C"):
+            cat = kind.cat
+            if cat not in wanted:
+                continue
+            if cat in GPU_CATEGORIES:
+                gpu[cat].append(raw)
+            elif cat in LAUNCH_CATEGORIES:
+                launches.append(raw)
+            elif cat in RANGE_CATEGORIES:
+                ranges.append(raw)
+            elif cat == COUNTER_CATEGORY:
+                if kind.ph == "C":
                     counters.append(raw)
+            else:
+                profiler_ranges += 1
     except msgspec.ValidationError as exc:
         raise _Bad(f"malformed trace event ({exc})") from None
+    # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
+    raws.clear()
+    return _Sorted(gpu, launches, ranges, counters, profiler_ranges)
+
+
+def _decode_all(raws: list[msgspec.Raw]) -> list[_Event]:
+    """Decode kept slices (GPU and annotation events) as :class:`_Event`; the list of slices
+    is emptied, so that each is freed with its event."""
+    event_of = _EVENT_DECODER.decode
+    try:
+        events = [event_of(raw) for raw in raws]
+    except msgspec.ValidationError as exc:
+        raise _Bad(f"malformed trace event ({exc})") from None
+    del raws[:]
+    return events
+
+
+def _decode_launches(raws: list[msgspec.Raw]) -> list[_Launch]:
+    """:func:`_decode_all` for launch events, as :class:`_Launch`."""
+    launch_of = _LAUNCH_DECODER.decode
+    try:
+        launches = [launch_of(raw) for raw in raws]
+    except msgspec.ValidationError as exc:
+        raise _Bad(f"malformed trace event ({exc})") from None
+    del raws[:]
+    return launches

@@ -1,0 +1,278 @@
+"""``perfdiff compare`` without typer: its settings, its work, and a parser for plain lines.
+
+Why: typer (0.29) imports itself and pydantic and builds a pydantic validator for each of
+compare's 16 parameters on every run: 0.1 s and 12 MiB before a byte is read, a tenth of
+comparing two 100k-event traces (bench/README.md, issue 15). So there are two doors to one
+room. The console script (``perfdiff.cli.entry``) hands a command line that
+:func:`parse_compare_args` fully understands straight to :func:`run_compare`; anything else
+(``--help``, a typo, an unusual spelling of a number, a value out of range, an option given
+twice) goes to the typer command (``perfdiff.cli.compare``), which parses as before, says what
+is wrong, and calls the same :func:`run_compare` with the same :class:`CompareArgs`.
+``tests/cli/test_compare_fast_path.py`` checks that both doors give equal ``CompareArgs`` and
+that the table below matches the typer command (names, types, bounds, defaults).
+
+The parser only accepts what click and typer's validators read the same way: integers as
+plain digits, decimals as plain digits with an optional point, option values not starting
+with ``-``, each option once.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from perfdiff.errors import ExitCode
+
+if TYPE_CHECKING:
+    from perfdiff.analysis.model import Comparison
+    from perfdiff.analysis.sides import Side
+    from perfdiff.report.figure_links import FigureLink
+    from perfdiff.report.figures import RenderedFigure
+
+
+class ReportFormat(StrEnum):
+    """compare's formats: the shared markdown|json plus the self-contained HTML report."""
+
+    markdown = "markdown"
+    json = "json"
+    html = "html"
+
+
+@dataclass(frozen=True)
+class CompareArgs:
+    """Everything ``compare`` was asked; the defaults here are the command's defaults."""
+
+    normal: Path
+    abnormal: Path
+    output: Path | None = None
+    output_format: ReportFormat = ReportFormat.markdown
+    top: int = 3
+    rows: int = 30
+    alpha: float = 0.05
+    threshold: float = 1.0
+    run_cv_pct: float = 2.0
+    fail_on_regression: float | None = None
+    plots: str | None = None
+    seed_compatible: bool = False
+    force: bool = False
+    label_normal: str = "normal"
+    label_abnormal: str = "abnormal"
+    cycle_range: str | None = None
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One option of the fast parser: the field it sets, how its value is read, its bounds."""
+
+    field: str
+    kind: str  # "flag", "int", "float", "str", "path", "format"
+    low: float | None = None
+    high: float | None = None
+
+
+# compare's options as the typer command declares them (a test compares the two)
+OPTIONS: dict[str, OptionSpec] = {
+    "--output": OptionSpec("output", "path"),
+    "-o": OptionSpec("output", "path"),
+    "--format": OptionSpec("output_format", "format"),
+    "--top": OptionSpec("top", "int", 0),
+    "--rows": OptionSpec("rows", "int", 0),
+    "--alpha": OptionSpec("alpha", "float", 0.0, 1.0),
+    "--threshold": OptionSpec("threshold", "float", 0.0),
+    "--run-cv-pct": OptionSpec("run_cv_pct", "float", 0.0),
+    "--fail-on-regression": OptionSpec("fail_on_regression", "float", 0.0),
+    "--plots": OptionSpec("plots", "str"),
+    "--seed-compatible": OptionSpec("seed_compatible", "flag"),
+    "--force": OptionSpec("force", "flag"),
+    "--label-normal": OptionSpec("label_normal", "str"),
+    "--label-abnormal": OptionSpec("label_abnormal", "str"),
+    "--cycle-range": OptionSpec("cycle_range", "str"),
+}
+_PLAIN_INT = re.compile(r"0|[1-9][0-9]*")
+_PLAIN_DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
+
+
+def parse_compare_args(args: list[str]) -> CompareArgs | None:
+    """compare's arguments (after the word ``compare``, bare options already expanded), or
+    None when the line holds anything the typer command should judge."""
+    positional: list[str] = []
+    values: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if token == "--":
+            positional += args[i:]
+            break
+        if not token.startswith("-") or token == "-":
+            positional.append(token)
+            continue
+        # "--name=value"; a short option's "=" is part of its value in click: left to typer
+        name, eq, inline = token.partition("=") if token.startswith("--") else (token, "", "")
+        spec = OPTIONS.get(name)
+        if spec is None or spec.field in values:
+            return None
+        if spec.kind == "flag":
+            if eq:
+                return None
+            values[spec.field] = True
+            continue
+        if eq:
+            raw = inline
+        elif i < len(args):
+            raw = args[i]
+            i += 1
+        else:
+            return None
+        if raw.startswith("-") or (raw == "" and spec.kind != "str"):
+            return None
+        value = _value(spec, raw)
+        if value is None:
+            return None
+        values[spec.field] = value
+    if len(positional) != 2 or "" in positional:
+        return None
+    return CompareArgs(Path(positional[0]), Path(positional[1]), **values)
+
+
+def _value(spec: OptionSpec, raw: str) -> object | None:
+    """An option's value as the typer command would read it, or None (leave it to typer)."""
+    if spec.kind in ("int", "float"):
+        pattern = _PLAIN_INT if spec.kind == "int" else _PLAIN_DECIMAL
+        if not pattern.fullmatch(raw):
+            return None
+        number = int(raw) if spec.kind == "int" else float(raw)
+        if (spec.low is not None and number < spec.low) or (
+                spec.high is not None and number > spec.high):
+            return None
+        return number
+    if spec.kind == "format":
+        return ReportFormat(raw) if raw in {f.value for f in ReportFormat} else None
+    if spec.kind == "path":
+        return Path(raw)
+    return raw
+
+
+def run_compare(args: CompareArgs) -> int:
+    """Load both sides, compare, render, write; the exit code (``--fail-on-regression``)."""
+    from perfdiff.inputs import require_input
+
+    for path in (args.normal, args.abnormal):  # before the heavy imports: a missing file
+        require_input(path, folder_ok=True)
+    from perfdiff.analysis.entry import compare_inputs_and_sides
+    from perfdiff.analysis.gate import find_regressions
+    from perfdiff.analysis.model import CompareOptions
+    from perfdiff.output import write_atomic
+    from perfdiff.report.gate import regression_lines
+    from perfdiff.report.json_report import render_json
+    from perfdiff.report.markdown import render_markdown
+
+    options = CompareOptions(alpha=args.alpha, practical_threshold_pct=args.threshold,
+                             seed_compatible=args.seed_compatible, top=args.top,
+                             force=args.force, run_cv_pct=args.run_cv_pct)
+    if args.plots is not None:
+        from perfdiff.report.figures import ensure_plotting
+
+        ensure_plotting()
+    comparison, sides = compare_inputs_and_sides(args.normal, args.abnormal, options,
+                                                 (args.label_normal, args.label_abnormal),
+                                                 cycle_range=args.cycle_range)
+    output, output_format = args.output, args.output_format
+    figures_dir = figures_folder(args.plots, output)
+    figures = _figures(comparison, sides, figures_dir, output_format)
+    if output_format is ReportFormat.json:
+        text = render_json(comparison)
+    elif output_format is ReportFormat.html:
+        text = _html(comparison, figures)
+    else:
+        links = (None if figures_dir is None else
+                 figure_links(figures, figures_dir, output.parent if output else Path()))
+        text = render_markdown(comparison, max_rows=args.rows or None, figures=links)
+    inputs = (args.normal, args.abnormal)
+    if output is not None:
+        write_atomic(output, text, inputs=inputs, what="the report")
+    elif output_format is ReportFormat.markdown and sys.stdout.isatty():
+        from rich.console import Console  # a file or a pipe never needs rich
+
+        from perfdiff.report.terminal import render_terminal
+
+        render_terminal(comparison, Console())
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    if figures_dir is not None:
+        from perfdiff.report.figures import write_figures
+
+        for written in write_figures(figures, figures_dir, inputs=inputs):
+            print(f"perfdiff: wrote {written.png} and {written.svg.name}", file=sys.stderr)
+    if args.fail_on_regression is not None:
+        found = regression_lines(find_regressions(comparison, args.fail_on_regression))
+        if found:
+            print(f"perfdiff: regression: {found[0]}"
+                  + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
+                  file=sys.stderr)
+            return ExitCode.REGRESSION
+    return ExitCode.OK
+
+
+DEFAULT_FIGURES = "perfdiff-figures"  # the figures' folder when the report goes to stdout
+
+
+def figures_folder(plots: str | None, output: Path | None) -> Path | None:
+    """Where ``--plots`` writes: DIR, or beside the report (``report.md`` -> ``report-figures``)."""
+    if plots is None:
+        return None
+    if plots:
+        return Path(plots)
+    if output is None:
+        return Path(DEFAULT_FIGURES)
+    return output.parent / f"{output.stem}-figures"
+
+
+def figure_links(figures: list[RenderedFigure], folder: Path, report_dir: Path,
+                 ) -> dict[str, FigureLink]:
+    """Each figure's PNG, relative to the report's folder (the markdown links it)."""
+    import os
+
+    from perfdiff.report.figure_links import FigureLink
+
+    rel = Path(os.path.relpath(folder.resolve(), report_dir.resolve()))
+    return {f.key: FigureLink((rel / f"{f.key}.png").as_posix(), f.title) for f in figures}
+
+
+def _figures(comparison: Comparison, sides: tuple[Side, Side], folder: Path | None,
+             output_format: ReportFormat) -> list[RenderedFigure]:
+    """The figures the output needs: files for ``--plots``, SVG for HTML (when matplotlib is
+    there; without it HTML has tables and a note)."""
+    if folder is None and output_format is not ReportFormat.html:
+        return []  # no figures wanted: not even their module is imported
+    from perfdiff.report.figures import plotting_available
+
+    wanted = []
+    if folder is not None:
+        wanted += ["png", "svg"]
+    if output_format is ReportFormat.html and plotting_available():
+        wanted.append("svg")
+    if not wanted:
+        return []
+    from perfdiff.analysis.figure_data import figure_data
+    from perfdiff.report.figures import render_figures
+
+    return render_figures(comparison, figure_data(comparison, *sides), tuple(wanted))
+
+
+def _html(comparison: Comparison, figures: list[RenderedFigure]) -> str:
+    from perfdiff.report.figures import INSTALL_HINT, plotting_available
+    from perfdiff.report.html import InlineFigure, render_html
+
+    note = "" if plotting_available() else (
+        f"No figures: they need matplotlib, which is not installed ({INSTALL_HINT}).")
+    return render_html(comparison, [InlineFigure(f.key, f.title, f.svg) for f in figures], note)
+
+
+__all__ = ["OPTIONS", "CompareArgs", "ReportFormat", "figure_links", "figures_folder",
+           "parse_compare_args", "run_compare"]
