@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tools import PARTS, make_tool, pin_plan, run_block, schedule, summarise
+from tools import PARTS, add_scaled, make_tool, pin_plan, run_block, schedule, summarise
 
 
 def build_model(torch: Any, attn: str) -> tuple[Any, Any]:
@@ -83,14 +83,17 @@ def main() -> int:
             block = run_block(tools[mode], step, args.steps, args.warm, pin)
             block.update(mode=mode, round=r)
             blocks.append(block)
-            print(json.dumps({k: v for k, v in block.items() if k not in ("step_ms", "cpu_ms")})
+            print(json.dumps({k: v for k, v in block.items() if not k.endswith("_ms")})
                   + f" steps {[round(t, 1) for t in block['step_ms']]}", flush=True)
+    add_scaled(blocks)
     summary = summarise(blocks, modes)
     result = {"attn": args.attn, "rounds": args.rounds, "steps": args.steps,
               "pin": None if pin is None else [sorted(c) for c in pin], "warm": args.warm,
               "gpu": torch.cuda.get_device_name(0), "summary": summary,
-              "summary_cpu": summarise(blocks, modes, "cpu_ms"), "blocks": blocks}
+              **{f"summary_{key[:-3]}": summarise(blocks, modes, key)
+                 for key in ("cpu_ms", "scaled_ms", "unstolen_ms")}, "blocks": blocks}
     print(json.dumps(summary))
+    print("scaled", json.dumps(result["summary_scaled"]))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(result, f, indent=1)

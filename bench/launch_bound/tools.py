@@ -215,29 +215,87 @@ def pin_plan(core: int) -> tuple[set[int], set[int]]:
     return {core}, others or {core}
 
 
+_CALIBRATION = None
+
+
+def calibration_ms() -> float:
+    """Time of a fixed piece of CPU work that releases the interpreter lock (a numpy sort of
+    400,000 numbers): how fast the program's core runs right now.
+
+    Why: on the lent VM the program thread's own CPU time for the same step varied 2x between
+    blocks even when pinned (H100, 2026-11-25: 236-514 ms), so the core's speed, not the
+    profiler, dominated every ratio. A reading just before and after each timed step lets a
+    step be scaled to the run's typical speed. The sort holds no lock the profiler's threads
+    want, so their work on other cores does not slow it."""
+    global _CALIBRATION
+    import numpy as np
+
+    if _CALIBRATION is None:
+        _CALIBRATION = np.random.default_rng(0).random(400_000)
+    t0 = time.perf_counter_ns()
+    np.sort(_CALIBRATION)
+    return (time.perf_counter_ns() - t0) / 1e6
+
+
+def steal_ms(core: int | None) -> float:
+    """CPU time the hypervisor took from ``core`` so far (/proc/stat, 10 ms ticks); 0 if
+    unknown."""
+    if core is None:
+        return 0.0
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            for line in f:
+                if line.startswith(f"cpu{core} "):
+                    fields = line.split()
+                    return float(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        pass
+    return 0.0
+
+
 def run_block(tool: Untraced, step: Callable[[], None], steps: int, warm: int,
               pin: tuple[set[int], set[int]] | None = None) -> dict[str, Any]:
     """Start the tool, ``warm`` unmeasured steps, ``steps`` timed ones, stop (untimed).
 
     With ``pin``: threads the tool starts get the other cores (a thread inherits its
-    creator's affinity), then the main thread moves to its own core for the steps."""
+    creator's affinity), then the main thread moves to its own core for the steps. Each
+    timed step has the calibration (:func:`calibration_ms`) just before and after it, and
+    the steal time of the pinned core during it."""
     if pin is not None:
         os.sched_setaffinity(0, pin[1])
     tool.start()
+    core = None
     if pin is not None:
         os.sched_setaffinity(0, pin[0])
+        core = min(pin[0])
     for _ in range(warm):
         step()
-    wall, cpu = [], []
+    wall, cpu, cal, steal = [], [], [], []
     for _ in range(steps):
+        before = calibration_ms()
+        stolen = steal_ms(core)
         tool.begin()
         t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
         step()
         wall.append(time.perf_counter_ns() - t0)
         cpu.append(time.thread_time_ns() - c0)
         tool.end()
+        steal.append(steal_ms(core) - stolen)
+        cal.append((before + calibration_ms()) / 2)
     extra = tool.stop()
-    return {"step_ms": [t / 1e6 for t in wall], "cpu_ms": [t / 1e6 for t in cpu], **extra}
+    return {"step_ms": [t / 1e6 for t in wall], "cpu_ms": [t / 1e6 for t in cpu],
+            "calibration_ms": cal, "steal_ms": steal, **extra}
+
+
+def add_scaled(blocks: list[dict[str, Any]]) -> None:
+    """``scaled_ms``: each step at the run's median core speed (step x median calibration /
+    its own calibration); ``unstolen_ms``: the step less the steal time of its core."""
+    cals = sorted(c for b in blocks for c in b["calibration_ms"])
+    typical = cals[len(cals) // 2]
+    for b in blocks:
+        b["scaled_ms"] = [t * typical / c for t, c in zip(b["step_ms"], b["calibration_ms"],
+                                                         strict=True)]
+        b["unstolen_ms"] = [t - s for t, s in zip(b["step_ms"], b["steal_ms"], strict=True)]
 
 
 def schedule(modes: list[str], rounds: int) -> list[list[str]]:
