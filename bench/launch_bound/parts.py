@@ -14,13 +14,12 @@ Usage: python bench/launch_bound/parts.py [--rounds 12] [--steps 3] [--warm 1]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tools import PARTS, add_scaled, make_tool, pin_plan, run_block, schedule, summarise
+from tools import PARTS, run_rounds, summarise, write_result
 
 
 def main() -> int:
@@ -46,33 +45,16 @@ def main() -> int:
 
     for _ in range(3):
         step()
-    pin = pin_plan(args.pin) if args.pin >= 0 else None
-    tools = {m: make_tool(m, torch) for m in modes}
-    blocks = []
-    for r, order in enumerate(schedule(modes, args.rounds)):
-        for mode in order:
-            block = run_block(tools[mode], step, args.steps, args.warm, pin)
-            block.update(mode=mode, round=r)
-            blocks.append(block)
-            print(json.dumps({k: v for k, v in block.items() if not k.endswith("_ms")})
-                  + f" steps {[round(t, 1) for t in block['step_ms']]}", flush=True)
-    add_scaled(blocks)
+    blocks, pin = run_rounds(torch, modes, step, args)
     summary = summarise(blocks, modes)
     base = summary["untraced"]["median_step_ms"] * 1000 / args.launches
     for entry in summary.values():
         if "overhead_pct_median" in entry:
             entry["us_per_launch"] = round(base * entry["overhead_pct_median"] / 100, 3)
     summary["untraced"]["us_per_launch_base"] = round(base, 3)
-    result = {"launches": args.launches, "rounds": args.rounds, "steps": args.steps,
-              "pin": None if pin is None else [sorted(c) for c in pin],
-              "gpu": torch.cuda.get_device_name(0), "summary": summary,
-              **{f"summary_{key[:-3]}": summarise(blocks, modes, key)
-                 for key in ("cpu_ms", "scaled_ms", "unstolen_ms")}, "blocks": blocks}
-    print(json.dumps(summary))
-    print("scaled", json.dumps(result["summary_scaled"]))
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(result, f, indent=1)
+    write_result({"launches": args.launches, "rounds": args.rounds, "steps": args.steps,
+                  "gpu": torch.cuda.get_device_name(0), "summary": summary},
+                 blocks, modes, pin, args.json)
     return 0
 
 

@@ -341,3 +341,39 @@ def summarise(blocks: list[dict[str, Any]], modes: list[str], key: str = "step_m
                 entry["above_floor_pp_median"] = round(100 * statistics.median(above), 2)
         out[mode] = entry
     return out
+
+
+def run_rounds(torch: Any, modes: list[str], step: Callable[[], None], args: Any,
+               ) -> tuple[list[dict[str, Any]], tuple[set[int], set[int]] | None]:
+    """Every round of ``schedule`` (``args.rounds``, ``args.steps``, ``args.warm``,
+    ``args.pin``), one line printed per block; the blocks with ``scaled_ms`` added."""
+    import json
+
+    pin = pin_plan(args.pin) if args.pin >= 0 else None
+    tools = {m: make_tool(m, torch) for m in modes}
+    blocks = []
+    for r, order in enumerate(schedule(modes, args.rounds)):
+        for mode in order:
+            block = run_block(tools[mode], step, args.steps, args.warm, pin)
+            block.update(mode=mode, round=r)
+            blocks.append(block)
+            print(json.dumps({k: v for k, v in block.items() if not k.endswith("_ms")})
+                  + f" steps {[round(t, 1) for t in block['step_ms']]}", flush=True)
+    add_scaled(blocks)
+    return blocks, pin
+
+
+def write_result(result: dict[str, Any], blocks: list[dict[str, Any]], modes: list[str],
+                 pin: tuple[set[int], set[int]] | None, path: str | None) -> None:
+    """Add the summaries (raw, CPU, scaled, less steal) and the blocks, print the raw and
+    scaled ones, write the JSON if asked."""
+    import json
+
+    result.update({"pin": None if pin is None else [sorted(c) for c in pin],
+                   **{f"summary_{key[:-3]}": summarise(blocks, modes, key)
+                      for key in ("cpu_ms", "scaled_ms", "unstolen_ms")}, "blocks": blocks})
+    print(json.dumps(result["summary"]))
+    print("scaled", json.dumps(result["summary_scaled"]))
+    if path:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=1)
