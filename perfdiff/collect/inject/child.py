@@ -376,6 +376,9 @@ class ChildCollector:
         handover = handover_warning(raw.handovers, cycles)
         if handover is not None:
             self.warnings.append(handover)
+        from perfdiff.collect.session import pm_coverage_warnings
+
+        self.warnings.extend(pm_coverage_warnings(list(metrics), cycles))
         run = Run(
             index=self.config.run_index, pid=os.getpid(), rank=self.rank,
             exit_code=self.exit_code, cycles=cycles, kernels=tables.kernels,
