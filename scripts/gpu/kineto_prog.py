@@ -96,12 +96,15 @@ def settle(step: Callable[[], None], torch: Any, seconds: float) -> None:
 
     Why: a process that measures its first steps right after start sees the GPU still leaving
     idle (clocks, power and temperature move for seconds under a new load; gpt-normal's SDPA
-    kernel went 405 -> 495 us per step over 25 steps), and two processes caught in different
-    phases of that ramp disagree by a few %. Each step synchronizes (``.cpu()`` or
-    ``.item()``), so wall time here is GPU-busy time. Nothing of this is traced by
-    torch.profiler (it runs before the profiler starts); under ``perfdiff collect`` its kernels
-    lie before the first cycle (cycle -1, outside every cycle). One line per second of mean
-    step time goes to stderr, to show when the GPU became steady.
+    kernel went 405 -> 495 us per step over 25 steps in the first, unsettled recording), and
+    two processes caught in different phases of that ramp disagree by a few %. Each step
+    synchronizes (``.cpu()`` or ``.item()``), so wall time here is GPU-busy time. Nothing of
+    this is traced by torch.profiler (it runs before the profiler starts); under ``perfdiff
+    collect`` its kernels lie before the first cycle (outside every cycle; kineto_trim.py drops
+    them). One line per second of mean step time goes to stderr, to show when the GPU became
+    steady (wall time, so host work and perfdiff's buffer intake count too: on the H100 gpt's
+    step time stayed within 2-3 % from the 2nd second on). A program whose steady state is the
+    GPU's power cap still sees its clock move (fixtures/README.md).
     """
     if seconds <= 0:
         return
