@@ -13,7 +13,8 @@ Tools (``make_tool(name, torch)``):
 - ``activity``: perfdiff's activity backend alone (kernels, memcpy, memset; raw intake
   decoding each buffer as it is handed over), no marks, no samplers.
 - ``marks``: ``activity`` + a cycle per step with its two boundary marks.
-- ``nvml``: ``marks`` + the NVML sampler (10 ms).
+- ``nvml``: ``marks`` + the NVML sampler (10 ms; its own process: nvml_process.py).
+- ``nvml_thread``: ``marks`` + NVML polled from a thread of the program (the former way).
 - ``pm``: ``marks`` + PM sampling (2 metrics, 20 us).
 - ``perfdiff``: ``marks`` + PM + NVML: the collector as ``perfdiff collect --cycle-range step
   -- CMD`` runs it in a user program (``perfdiff/collect/inject/child.py``).
@@ -29,8 +30,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-PARTS = ("untraced", "floor", "activity", "marks", "nvml", "pm", "perfdiff", "pm_alone",
-         "torch.profiler")
+PARTS = ("untraced", "floor", "activity", "marks", "nvml", "nvml_thread", "pm", "perfdiff",
+         "pm_alone", "torch.profiler")
 
 
 class Untraced:
@@ -76,9 +77,10 @@ class Composed(Untraced):
     """perfdiff's sources, each on or off, set up as the user-program child sets them up."""
 
     def __init__(self, torch: Any, *, activity: bool = True, marks: bool = False,
-                 pm: bool = False, nvml: bool = False) -> None:
+                 pm: bool = False, nvml: bool = False, nvml_thread: bool = False) -> None:
         self.torch = torch
         self.activity, self.marks, self.pm, self.nvml = activity, marks, pm, nvml
+        self.nvml_thread = nvml_thread
 
     def start(self) -> None:
         from cupti import cupti
@@ -110,11 +112,17 @@ class Composed(Untraced):
             self.samplers.append(PmSampler(DEFAULT_METRICS, DEFAULT_INTERVAL_NS, 0, clock))
         if self.nvml:
             from perfdiff.collect.environment import torch_device_info
-            from perfdiff.collect.nvml import NvmlSampler, load_nvml
+            from perfdiff.collect.nvml import load_nvml
+            from perfdiff.collect.nvml_process import NvmlDefaultSampler
 
             lib = load_nvml()
             uuid = torch_device_info(self.torch, 0, lib).uuid or None
-            self.samplers.append(NvmlSampler(0, clock, 0.010, nvml=lib, uuid=uuid))
+            if self.nvml_thread:
+                from perfdiff.collect.nvml import NvmlSampler
+
+                self.samplers.append(NvmlSampler(0, clock, 0.010, nvml=lib, uuid=uuid))
+            else:
+                self.samplers.append(NvmlDefaultSampler(0, clock, 0.010, nvml=lib, uuid=uuid))
         for sampler in self.samplers:
             sampler.start()
 
@@ -184,6 +192,7 @@ def make_tool(name: str, torch: Any) -> Untraced:
         return Profiler(torch)
     flags = {
         "activity": {}, "marks": {"marks": True}, "nvml": {"marks": True, "nvml": True},
+        "nvml_thread": {"marks": True, "nvml": True, "nvml_thread": True},
         "pm": {"marks": True, "pm": True}, "perfdiff": {"marks": True, "pm": True, "nvml": True},
         "pm_alone": {"activity": False, "pm": True},
     }

@@ -32,7 +32,7 @@ class NvmlQuantity:
     read: Callable[[Any, Any], float]
 
 
-def _quantities() -> tuple[NvmlQuantity, ...]:
+def nvml_quantities() -> tuple[NvmlQuantity, ...]:
     def clock(kind: str) -> Callable[[Any, Any], float]:
         return lambda nv, h: float(nv.nvmlDeviceGetClockInfo(h, getattr(nv, kind)))
 
@@ -111,7 +111,7 @@ class NvmlSampler:
 
     def _working_quantities(self) -> list[NvmlQuantity]:
         working = []
-        for q in _quantities():
+        for q in nvml_quantities():
             try:
                 q.read(self._nv, self._handle)
             except Exception as exc:

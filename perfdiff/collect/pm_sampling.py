@@ -345,15 +345,23 @@ class PmSampler:
         self._check_alive()
         self._collector.stop()
         try:
-            if self._drain_error is None:
+            try:
+                # also after a failed decode while running (CUPTI ran out of memory once in a
+                # 12 s user program): what is still in the hardware buffer may decode now
                 self._decode_available()
+            except Exception as exc:
+                if self._drain_error is None:
+                    raise
+                self.warnings.append(f"PM decode at stop failed too ({type(exc).__name__}: "
+                                     f"{exc})")
             ends, values = self._evaluate()
         finally:
             self._collector.disable()
         if self._drain_error is not None:
             self.warnings.append(
-                f"PM sampling stopped early ({type(self._drain_error).__name__}: "
-                f"{self._drain_error}); samples after that point are missing"
+                f"PM decoding failed while the program ran ({type(self._drain_error).__name__}: "
+                f"{self._drain_error}); samples between that point and the end of sampling may "
+                "be missing (the coverage warning says how many)"
             )
         if self._overflowed:
             self.warnings.append(

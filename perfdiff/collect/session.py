@@ -183,7 +183,7 @@ def run_collection(
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
 
 
-def _pm_coverage_warnings(metrics: list[MetricSeries], cycles: CycleTable) -> list[str]:
+def pm_coverage_warnings(metrics: list[MetricSeries], cycles: CycleTable) -> list[str]:
     """One warning per device whose PM samples leave part of the measured cycles uncovered."""
     measured = ~cycles.warmup
     if not measured.any():
@@ -309,7 +309,7 @@ def _build_run_file(
         warnings.append(f"CUPTI dropped {stopped.raw.dropped_records} activity records")
     if strings.names and not demangler_available():
         warnings.append("no C++ demangler (libstdc++) found; kernel names kept mangled")
-    warnings.extend(_pm_coverage_warnings(stopped.metrics, cycles))
+    warnings.extend(pm_coverage_warnings(stopped.metrics, cycles))
     handover = handover_warning(stopped.raw.handovers, cycles)
     if handover is not None:
         warnings.append(handover)

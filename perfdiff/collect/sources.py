@@ -14,7 +14,8 @@ from typing import Any
 from perfdiff.collect.backends import MetricSampler, Sources
 from perfdiff.collect.cupti_activity import INSTALL_HINT, CuptiActivityBackend
 from perfdiff.collect.environment import gather_environment
-from perfdiff.collect.nvml import NvmlSampler, NvmlUnavailable, load_nvml
+from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
+from perfdiff.collect.nvml_process import NvmlDefaultSampler
 from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
 from perfdiff.collect.session import CollectSettings
 from perfdiff.errors import CollectorUnavailableError
@@ -88,11 +89,9 @@ def open_sources(settings: CollectSettings) -> OpenedSources:
     if settings.nvml and nvml is not None:
         uuid = environment.devices[0].uuid if environment.devices else None
         try:
-            nv = NvmlSampler(device_index, trace.clock_ns, settings.nvml_interval_ms / 1000.0,
-                             nvml=nvml, uuid=uuid)
-            samplers.append(nv)
-            warnings.extend(nv.warnings)
-            nv.warnings.clear()
+            samplers.append(NvmlDefaultSampler(device_index, trace.clock_ns,
+                                               settings.nvml_interval_ms / 1000.0, nvml=nvml,
+                                               uuid=uuid))
         except NvmlUnavailable as exc:
             warnings.append(str(exc))
     sources = Sources(trace=trace, samplers=samplers, warnings=warnings,

@@ -41,6 +41,7 @@ from perfdiff.analysis.self_overhead import self_overhead_notes
 rf = load_run_file(sys.argv[1]); run = rf.runs[0]; c = run.cycles
 print("sources", rf.collection.sources, "metrics", rf.collection.metrics)
 print("pm samples", {m.name[:24]: int(np.asarray(m.timestamps_ns).size) for m in run.metrics if m.source == "pm_sampling"})
+print("nvml samples", {m.name: int(np.asarray(m.timestamps_ns).size) for m in run.metrics if m.source == "nvml"})
 print("warnings", rf.collection.warnings)
 print(self_overhead_notes(rf, "gpt2-sdpa"))
 print("hold max ms", None if c.hold_ns is None else int(np.asarray(c.hold_ns).max()) / 1e6)
@@ -66,7 +67,7 @@ step_pmorder() {  # why PM is refused in user programs: one process per variant
 }
 step_parts() {  # what each part of the collector costs per tiny launch, one process
   run timeout ${PARTS_TIMEOUT:-200} "$PY" bench/launch_bound/parts.py --rounds ${PARTS_ROUNDS:-8} \
-    --steps 3 --pin ${PIN:--1} --json "$R/parts.json"
+    --steps 3 --pin ${PIN:--1} ${PARTS_MODES:+--modes $PARTS_MODES} --json "$R/parts.json"
 }
 step_stream() {
   run timeout 130 "$PY" bench/launch_bound/stream.py --mode graph --seconds ${STREAM_S:-30} --json "$R/stream-graph.json"
@@ -75,7 +76,7 @@ step_overhead() {
   run timeout 120 "$PY" bench/overhead.py --alternate 10 --cycles 50 --modes perfdiff --json "$R/overhead.json"
 }
 step_tests() {
-  run timeout ${TESTS_TIMEOUT:-300} "$PY" -m pytest -m gpu -q tests/gpu -p no:cacheprovider -rs
+  run timeout ${TESTS_TIMEOUT:-300} "$PY" -m pytest -m gpu -q ${TESTS:-tests/gpu} -p no:cacheprovider -rs
 }
 steps=("$@")
 [ ${#steps[@]} -eq 0 ] && steps=(env probe user gpt2 stream overhead)

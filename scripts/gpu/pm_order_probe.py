@@ -11,6 +11,13 @@ Variants (argv[1]):
   disable_reenable as act_before; after CUDA init activity off, PmSampler, activity on again
   cuinit_cb       a CUPTI resource callback starts activity when cuInit has finished
   ctx_cb          a CUPTI resource callback starts activity when a context is created
+  ctx_cb_pm_first that callback builds the PmSampler first, then starts activity
+  subscribe_only  a CUPTI resource callback that does nothing; no activity at all
+  cuinit_first    cuInit(0) through ctypes first, then as act_before
+  lazy_hook       activity started from torch's lazy-init queue (torch.cuda._lazy_call), no
+                  CUPTI call before torch initialises CUDA
+  finalize_reinit as act_before; after CUDA init: activity stopped, cuptiFinalize, PmSampler
+                  built, activity started again (a second backend)
 Prints one JSON line: variant, ok, metrics, warnings or the error.
 """
 
@@ -26,7 +33,24 @@ def main() -> int:
     out: dict[str, object] = {"variant": variant}
     from perfdiff.collect.pm_sampling import DEFAULT_METRICS, PmSampler, PmSamplingUnavailable
     trace = None
-    if variant in ("act_before", "objpath_before", "disable_reenable"):
+    holder: dict[str, object] = {}
+    if variant == "cuinit_first":
+        import ctypes
+        out["cuInit"] = ctypes.CDLL("libcuda.so.1").cuInit(0)
+    if variant == "lazy_hook":
+        import torch as _torch
+
+        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+
+        def on_init() -> None:
+            t = CuptiActivityBackend(trace_api=False, trace_memory=True)
+            t.start()
+            holder["trace"] = t
+            holder["calls"] = [f"context {_torch.cuda.is_initialized()}"]
+
+        _torch.cuda._lazy_call(on_init)
+    if variant in ("act_before", "objpath_before", "disable_reenable", "finalize_reinit",
+                   "cuinit_first"):
         from perfdiff.collect.cupti_activity import CuptiActivityBackend
         trace = CuptiActivityBackend(trace_api=False, trace_memory=True,
                                      raw_intake=variant == "act_before")
@@ -42,14 +66,21 @@ def main() -> int:
         from perfdiff.collect.cupti_activity import CuptiActivityBackend
         trace = CuptiActivityBackend(trace_api=False, trace_memory=True)
         trace.start()
-    holder: dict[str, object] = {}
-    if variant in ("cuinit_cb", "ctx_cb"):
+    if variant in ("cuinit_cb", "ctx_cb", "ctx_cb_pm_first", "subscribe_only"):
         from cupti import cupti
 
         from perfdiff.collect.cupti_activity import CuptiActivityBackend
 
         def on_resource(*args: object) -> None:
             holder.setdefault("calls", []).append(str(args[2]))  # type: ignore[union-attr]
+            if variant == "subscribe_only":
+                return
+            if variant == "ctx_cb_pm_first" and "pm" not in holder:
+                try:
+                    holder["pm"] = PmSampler(DEFAULT_METRICS, 20_000, 0,
+                                             lambda: int(cupti.get_timestamp()))
+                except Exception as exc:
+                    holder["pm_error"] = f"{type(exc).__name__}: {exc}"
             if "trace" not in holder:
                 t = CuptiActivityBackend(trace_api=False, trace_memory=True)
                 t.start()
@@ -69,6 +100,14 @@ def main() -> int:
         out["callback_calls"] = holder.get("calls")
     if variant == "disable_reenable" and trace is not None:
         trace.pause()
+    first_kernels = None
+    if variant == "finalize_reinit" and trace is not None:
+        from cupti import cupti
+
+        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+        first_kernels = int(trace.stop().as_columns().kernels.size)
+        cupti.finalize()
+        out["first_kernels"] = first_kernels
     if variant == "act_after":
         from perfdiff.collect.cupti_activity import CuptiActivityBackend
         trace = CuptiActivityBackend(trace_api=False, trace_memory=True)
@@ -76,7 +115,12 @@ def main() -> int:
     clock = (trace.clock_ns if trace is not None
              else (lambda: time.perf_counter_ns()))
     try:
-        pm = PmSampler(DEFAULT_METRICS, 20_000, 0, clock)
+        if "pm_error" in holder:
+            raise RuntimeError(f"in the callback: {holder['pm_error']}")
+        pm = holder.get("pm") or PmSampler(DEFAULT_METRICS, 20_000, 0, clock)
+        if variant == "finalize_reinit":
+            trace = CuptiActivityBackend(trace_api=False, trace_memory=True)
+            trace.start()
         if variant == "disable_reenable" and trace is not None:
             trace.resume()
         pm.start()

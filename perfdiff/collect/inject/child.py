@@ -215,16 +215,15 @@ class ChildCollector:
                 self.warnings.append(str(exc))
         if cfg.nvml:
             from perfdiff.collect.environment import torch_device_info
-            from perfdiff.collect.nvml import NvmlSampler, NvmlUnavailable, load_nvml
+            from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
+            from perfdiff.collect.nvml_process import NvmlDefaultSampler
 
             try:
                 nvml = load_nvml()
                 uuid = torch_device_info(torch, device, nvml).uuid or None
-                nv = NvmlSampler(device, self.trace.clock_ns, cfg.nvml_interval_ms / 1000.0,
-                                 nvml=nvml, uuid=uuid)
-                self.warnings.extend(nv.warnings)
-                nv.warnings.clear()
-                self._start_one(nv)
+                self._start_one(NvmlDefaultSampler(device, self.trace.clock_ns,
+                                                   cfg.nvml_interval_ms / 1000.0, nvml=nvml,
+                                                   uuid=uuid))
             except NvmlUnavailable as exc:
                 self.warnings.append(str(exc))
 
@@ -377,6 +376,9 @@ class ChildCollector:
         handover = handover_warning(raw.handovers, cycles)
         if handover is not None:
             self.warnings.append(handover)
+        from perfdiff.collect.session import pm_coverage_warnings
+
+        self.warnings.extend(pm_coverage_warnings(list(metrics), cycles))
         run = Run(
             index=self.config.run_index, pid=os.getpid(), rank=self.rank,
             exit_code=self.exit_code, cycles=cycles, kernels=tables.kernels,

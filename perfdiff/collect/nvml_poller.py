@@ -1,0 +1,86 @@
+"""The NVML polling process (``python -m perfdiff.collect.nvml_poller``): NVML read from a
+process of its own, so that polling never takes the profiled program's interpreter lock.
+
+Why a process: every NVML call from a thread of the program releases the interpreter lock and
+takes it back, 7 calls per poll every 10 ms, and each take-back makes the program's thread
+hand the lock over (``perfdiff/collect/nvml_process.py``). Here the polling has an
+interpreter to itself.
+
+Protocol: ``--out FILE`` gets one JSON header line (the quantities read, their units, the
+warnings for those dropped), then one binary row per poll: ``<q`` (``time.perf_counter_ns``,
+CLOCK_MONOTONIC, the same clock in every process of the host) and one ``<d`` per quantity
+(NaN where a read failed). The poller stops when its standard input closes (the parent's
+stop, or the parent dying) after one last row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import select
+import struct
+import sys
+import time
+from typing import Any
+
+from perfdiff.collect.nvml import NvmlQuantity, load_nvml, nvml_quantities
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="perfdiff.collect.nvml_poller")
+    parser.add_argument("--index", type=int, required=True)
+    parser.add_argument("--uuid", default="")
+    parser.add_argument("--interval-s", type=float, required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        nv = load_nvml()
+        handle = None
+        if args.uuid:
+            try:
+                handle = nv.nvmlDeviceGetHandleByUUID(args.uuid)
+            except Exception:  # UUID formats differ between APIs: fall back to the index
+                handle = None
+        if handle is None:
+            handle = nv.nvmlDeviceGetHandleByIndex(args.index)
+    except Exception as exc:  # NvmlUnavailable, or no handle for the device
+        os.write(fd, (json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
+        return 1
+    working: list[NvmlQuantity] = []
+    warnings: list[str] = []
+    for q in nvml_quantities():
+        try:
+            q.read(nv, handle)
+        except Exception as exc:
+            warnings.append(f"NVML {q.name} unavailable ({exc}); not sampled")
+            continue
+        working.append(q)
+    header = {"names": [q.name for q in working], "units": [q.unit for q in working],
+              "warnings": warnings}
+    os.write(fd, (json.dumps(header) + "\n").encode())
+    row = struct.Struct("<q" + "d" * len(working))
+    parent = os.getppid()
+    while True:
+        os.write(fd, row.pack(time.perf_counter_ns(), *_read(working, nv, handle)))
+        ready, _, _ = select.select([sys.stdin], [], [], args.interval_s)
+        if (ready and not os.read(sys.stdin.fileno(), 4096)) or os.getppid() != parent:
+            break  # stdin closed: the parent's stop (or its death)
+    os.write(fd, row.pack(time.perf_counter_ns(), *_read(working, nv, handle)))
+    os.close(fd)
+    return 0
+
+
+def _read(quantities: list[NvmlQuantity], nv: Any, handle: Any) -> list[float]:
+    values = []
+    for q in quantities:
+        try:
+            values.append(q.read(nv, handle))
+        except Exception:
+            values.append(float("nan"))
+    return values
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""NVML polled from its own process (nvml_process.py, nvml_poller.py), over a stand-in
+``pynvml`` module that the poller imports from PYTHONPATH."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfdiff.collect.nvml import NvmlUnavailable
+from perfdiff.collect.nvml_process import (
+    NvmlDefaultSampler,
+    NvmlProcessSampler,
+    clock_offset_ns,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_PYNVML = textwrap.dedent("""
+    from types import SimpleNamespace
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+    def nvmlInit():
+        pass
+    def nvmlDeviceGetHandleByIndex(i):
+        return f"h{i}"
+    def nvmlDeviceGetHandleByUUID(u):
+        raise RuntimeError("uuid lookup refused")
+    def nvmlDeviceGetClockInfo(h, kind):
+        return 1980 if kind == NVML_CLOCK_SM else 3201
+    def nvmlDeviceGetUtilizationRates(h):
+        return SimpleNamespace(gpu=97)
+    def nvmlDeviceGetMemoryInfo(h):
+        return SimpleNamespace(used=123)
+    def nvmlDeviceGetPowerUsage(h):
+        raise RuntimeError("Not Supported")
+    def nvmlDeviceGetTemperature(h, kind):
+        return 41
+    def nvmlDeviceGetCurrentClocksEventReasons(h):
+        return 4
+""")
+SHIFT = 5_000_000_000  # the stand-in trace clock runs 5 s ahead of perf_counter
+
+
+def _env(tmp: Path, module: str | None) -> dict[str, str]:
+    if module is not None:
+        (tmp / "pynvml.py").write_text(module)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp), str(ROOT)])
+    env["PERFDIFF_INJECT_CONFIG"] = "{}"  # dropped for the poller: it must not record itself
+    return env
+
+
+def _clock() -> int:
+    return time.perf_counter_ns() + SHIFT
+
+
+def test_the_poller_samples_beside_the_program_on_the_trace_clock(tmp_path: Path) -> None:
+    sampler = NvmlProcessSampler(0, _clock, 0.005, uuid="GPU-x", env=_env(tmp_path, FAKE_PYNVML))
+    before = _clock()
+    sampler.start()
+    time.sleep(0.1)
+    series = {s.name: s for s in sampler.stop()}
+    after = _clock()
+    assert "nvml.power" not in series
+    assert any("nvml.power unavailable (Not Supported)" in w for w in sampler.warnings)
+    assert set(series["nvml.sm_clock"].values.tolist()) == {1980.0}
+    assert set(series["nvml.throttle_reasons"].values.tolist()) == {4.0}
+    ts = series["nvml.temperature"].timestamps_ns
+    assert ts.size >= 5 and bool(np.all(np.diff(ts) > 0))
+    assert before - 1_000_000_000 < ts[0] and ts[-1] <= after + 1_000_000  # on the trace clock
+    assert all(s.source == "nvml" and s.device == 0 for s in series.values())
+
+
+def test_a_poller_that_cannot_read_nvml_says_why(tmp_path: Path) -> None:
+    broken = FAKE_PYNVML.replace("def nvmlInit():\n    pass",
+                                 "def nvmlInit():\n    raise RuntimeError('driver not loaded')")
+    sampler = NvmlProcessSampler(0, _clock, 0.005, env=_env(tmp_path, broken))
+    with pytest.raises(NvmlUnavailable, match="driver not loaded"):
+        sampler.start()
+
+
+def test_without_a_poller_nvml_is_polled_from_a_thread(tmp_path: Path) -> None:
+    """No pynvml for the poller to import: the thread sampler takes over, saying why."""
+    import importlib.util
+
+    source = tmp_path / "fake_pynvml_here.py"
+    source.write_text(FAKE_PYNVML)
+    spec = importlib.util.spec_from_file_location("fake_pynvml_here", source)
+    assert spec is not None and spec.loader is not None
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    env = _env(tmp_path, None)
+    if importlib.util.find_spec("pynvml") is not None:
+        (tmp_path / "pynvml.py").write_text("raise ImportError('hidden for this test')\n")
+    sampler = NvmlDefaultSampler(0, _clock, 0.005, nvml=fake, env=env)
+    sampler.start()
+    time.sleep(0.02)
+    series = sampler.stop()
+    assert sampler.mode == "thread"
+    assert any("polled from a thread" in w for w in sampler.warnings)
+    assert {s.name for s in series} >= {"nvml.sm_clock", "nvml.temperature"}
+
+
+def test_clock_offset_is_read_from_the_tightest_bracket() -> None:
+    offset = clock_offset_ns(_clock)
+    assert abs(offset - SHIFT) < 1_000_000
