@@ -5,6 +5,8 @@ recording of the *same* program; the step function is shared, only the recording
 ``--mode profiler`` runs torch.profiler with a schedule (wait 1, warm-up 4, active STEPS) and
 writes ``export_chrome_trace`` to ``--out`` (.json.gz); ``--mode perfdiff`` wraps each step in
 ``perfdiff.cycle()`` (run it as ``perfdiff collect --warmup 5 -o X -- python kineto_prog.py``).
+Either way the step first runs ``--settle-s`` seconds unmeasured (``settle``), so that both
+sources measure a GPU in the same steady state rather than two phases of its warm-up ramp.
 
 Sizes are chosen so that each step is GPU-bound (GPU work of several ms against well under a
 millisecond of launches): a host-bound step's time moves with the profiler's own CPU overhead,
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -88,6 +91,39 @@ def hf_step(torch: Any, abnormal: bool) -> Callable[[], None]:
 PROGRAMS = {"gpt": gpt_step, "train": train_step, "hf": hf_step}
 
 
+def settle(step: Callable[[], None], torch: Any, seconds: float) -> None:
+    """Run ``step`` until the GPU has been busy ``seconds``, before anything is measured.
+
+    Why: a process that measures its first steps right after start sees the GPU still leaving
+    idle (clocks, power and temperature move for seconds under a new load; gpt-normal's SDPA
+    kernel went 405 -> 495 us per step over 25 steps in the first, unsettled recording), and
+    two processes caught in different phases of that ramp disagree by a few %. Each step
+    synchronizes (``.cpu()`` or ``.item()``), so wall time here is GPU-busy time. Nothing of
+    this is traced by torch.profiler (it runs before the profiler starts); under ``perfdiff
+    collect`` its kernels lie before the first cycle (outside every cycle; kineto_trim.py drops
+    them). One line per second of mean step time goes to stderr, to show when the GPU became
+    steady (wall time, so host work and perfdiff's buffer intake count too: on the H100 gpt's
+    step time stayed within 2-3 % from the 2nd second on). A program whose steady state is the
+    GPU's power cap still sees its clock move (fixtures/README.md).
+    """
+    if seconds <= 0:
+        return
+    start = last = time.monotonic()
+    steps = since = 0
+    while time.monotonic() - start < seconds:
+        step()
+        steps += 1
+        since += 1
+        now = time.monotonic()
+        if now - last >= 1.0:
+            print(f"kineto_prog: settle {now - start:5.1f} s: {1e3 * (now - last) / since:.3f} "
+                  f"ms per step", file=sys.stderr)
+            last, since = now, 0
+    torch.cuda.synchronize()
+    print(f"kineto_prog: settled {steps} steps in {time.monotonic() - start:.1f} s",
+          file=sys.stderr)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(PROGRAMS), required=True)
@@ -95,11 +131,14 @@ def main() -> int:
     parser.add_argument("--mode", choices=["profiler", "perfdiff"], required=True)
     parser.add_argument("--steps", type=int, default=25, help="active (measured) steps")
     parser.add_argument("--out", default="trace.json.gz", help="trace file (profiler mode)")
+    parser.add_argument("--settle-s", type=float, default=20.0,
+                        help="run the step untraced this many seconds first (GPU steady state)")
     args = parser.parse_args()
     import torch
 
     torch.manual_seed(0)
     step = PROGRAMS[args.model](torch, args.variant == "abnormal")
+    settle(step, torch, args.settle_s)
     total = WAIT + WARMUP + args.steps
     if args.mode == "perfdiff":
         import perfdiff

@@ -3,37 +3,68 @@
 # For each program (gpt, train, hf) and variant (normal, abnormal): one torch.profiler trace
 # (schedule wait 1, warm-up 4, active STEPS; export_chrome_trace .json.gz) and one
 # `perfdiff collect --no-pm --warmup 5` recording of the same program (perfdiff.cycle() per
-# step), one process each. --no-pm because torch.profiler does not PM-sample: like with like
-# for the per-kernel time check (PM sampling can stretch memory-bound kernels by a few %).
+# step), one process each, interleaved (trace, recording, trace, ...). --no-pm because
+# torch.profiler does not PM-sample: like with like for the per-kernel time check (PM sampling
+# can stretch memory-bound kernels by a few %). Each process first runs its step SETTLE_S
+# seconds unmeasured (kineto_prog.py --settle-s) so that both sources measure the GPU in a
+# steady state, not two phases of its ramp out of idle; the GPU's clocks, temperature, power
+# and throttle reasons are logged before and after each process (provenance).
 # usage (repo root, perfdiff on PYTHONPATH): OUT=/tmp/out bash scripts/gpu/kineto_record.sh
-# Results: $OUT/kineto-fixtures.tar (the 12 files) and $OUT/kineto_record.log (provenance).
+# Results: $OUT/kineto-fixtures.tar (the 12 files, appended as each is written) and
+# $OUT/kineto_record.log (provenance). A recording holds the settle's kernels before its first
+# cycle (one to three hundred thousand, 1-7 MB): scripts/gpu/kineto_trim.py drops them here,
+# right after each recording, and only the trimmed file goes into the tar (the raw ones stay in
+# $WORK, outside $OUT: the device tool brings back 8 files of 16 MiB at most). Wall time with
+# SETTLE_S=20 on the H100: 422 s for the 12 processes (2026-11-25).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/perfdiff-kineto}
+SETTLE_S=${SETTLE_S:-20}
 W="$OUT/work"
-mkdir -p "$W"
+RAW=${WORK:-/tmp/kineto-raw}
+mkdir -p "$W" "$RAW"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 LOG="$OUT/kineto_record.log"
+TAR="$OUT/kineto-fixtures.tar"
 PD=("$PY" -c "from perfdiff.cli.app import main; main()")
-say() { echo "== $(date -u +%Y-%m-%dT%H:%M:%SZ) $*" | tee -a "$LOG"; }
+say() { echo "== $(date -u +%Y-%m-%dT%H:%M:%S.%3NZ) $*" | tee -a "$LOG"; }
 run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
+gpu() {  # the GPU's state now, one csv line, tagged
+  say "gpu $1: $(nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv,noheader 2>&1)"
+}
+keep() {  # move one result file into the tar as soon as it exists (a cut-off run keeps it)
+  if [ -f "$W/$1" ]; then ls -la "$W/$1" >>"$LOG"; tar -C "$W" -rf "$TAR" "$1" && rm "$W/$1"
+  else say "MISSING $1"; fi
+}
 
 run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+run nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv
 run "$PY" -c 'import sys, torch, transformers; print(sys.version.split()[0], torch.__version__, torch.version.cuda, transformers.__version__, torch.cuda.get_device_name(0))'
+say "settle ${SETTLE_S} s per process"
 for model in gpt train hf; do
   steps=25
   [ "$model" = train ] && steps=22
   for variant in normal abnormal; do
     name="$model-$variant"
-    run timeout 120 "$PY" scripts/gpu/kineto_prog.py --model "$model" --variant "$variant" \
-      --mode profiler --steps "$steps" --out "$W/kineto-$name.pt.trace.json.gz" \
-      || say "FAILED profiler $name"
-    run timeout 150 "${PD[@]}" collect --no-pm --warmup 5 -o "$W/kineto-$name-perfdiff.json.gz" \
+    f="kineto-$name.pt.trace.json.gz"
+    gpu "before $f"
+    run timeout $((SETTLE_S + 70)) "$PY" scripts/gpu/kineto_prog.py --model "$model" \
+      --variant "$variant" --mode profiler --steps "$steps" --settle-s "$SETTLE_S" \
+      --out "$W/$f" || say "FAILED profiler $name"
+    gpu "after $f"
+    keep "$f"
+    f="kineto-$name-perfdiff.json.gz"
+    gpu "before $f"
+    run timeout $((SETTLE_S + 90)) "${PD[@]}" collect --no-pm --warmup 5 -o "$RAW/$f" \
       -- "$PY" scripts/gpu/kineto_prog.py --model "$model" --variant "$variant" \
-      --mode perfdiff --steps "$steps" || say "FAILED perfdiff $name"
+      --mode perfdiff --steps "$steps" --settle-s "$SETTLE_S" || say "FAILED perfdiff $name"
+    gpu "after $f"
+    run "$PY" scripts/gpu/kineto_trim.py "$RAW/$f" "$W/$f" || say "FAILED trim $name"
+    keep "$f"
   done
 done
-run ls -la "$W"
-tar -C "$W" -cf "$OUT/kineto-fixtures.tar" .
+run ls -la "$RAW"
+run tar -tvf "$TAR"
+rmdir "$W"
 say done

@@ -4,11 +4,14 @@ Issue 15's acceptance per pair (normal, abnormal): ``perfdiff compare`` of the t
 the same first finding as ``perfdiff compare`` of the two perfdiff recordings, and per-kernel
 GPU time per step agrees between the sources. The recordings are separate processes on one
 GPU (scripts/gpu/kineto_record.sh, fixtures/README.md): the same kernels with the same launch
-counts per step, but their durations drift with the GPU's clocks during a run (gpt-normal's
-SDPA kernel: 405 -> 495 us per step over 25 steps in the trace, 405 -> 469 us in the perfdiff
-recording). So the 2 % criterion holds for most kernels, not all: the test pins what was
-measured (every kernel within 6 %, at least 90 % of them within 2 %) rather than a bound the
-data does not meet (numbers in test_most_kernels_agree_within_two_percent).
+counts per step, but their durations move with the GPU's clocks. The gpt pair was recorded
+after a 20 s unmeasured settle per process (kineto_prog.py --settle-s): where the GPU stays
+below its power cap the two sources then agree within 0.8 % (gpt-abnormal), but gpt-normal's
+steady state is the power cap itself (NVML in its recording: 674-680 W, throttle reason SW
+power cap, SM clock 1785-1830 MHz), and its kernels differ by up to 4.3 %. The train and hf
+pairs are from the earlier recording without settle (train: two rows at 2.9 and 5.4 %). So the
+2 % criterion holds for most kernels, not all: the tests pin what was measured (every kernel
+within 6 %, 143 of 149 within 2 %) rather than a bound the data does not meet.
 """
 
 from __future__ import annotations
@@ -70,13 +73,39 @@ def _ratios(time_t: dict[str, float], time_r: dict[str, float]) -> np.ndarray:
 
 
 def test_most_kernels_agree_within_two_percent() -> None:
-    """Pooled over the six pairs: measured 144 of 149 (pair, kernel) rows > 10 us within 2 %
-    (the other five: 2.2 to 5.4 %, kernels whose time drifted with the clocks in one run)."""
+    """Pooled over the six pairs: measured 143 of 149 (pair, kernel) rows > 10 us within 2 %
+    (the other six: gpt-normal's SDPA, layer norm, argmax and one elementwise kernel, -2.3 to
+    -4.3 %, at the power cap; train's dropout +2.9 % and a GEMM +5.4 %, recorded unsettled)."""
     ratios = np.concatenate([
         _ratios(per_step(load_input(_trace(p, v)))[1], per_step(load_input(_recording(p, v)))[1])
         for p in PROGRAMS for v in VARIANTS])
     within = int((np.abs(ratios) <= 0.02).sum())
-    assert (within, ratios.size) == (144, 149)
+    assert (within, ratios.size) == (143, 149)
+
+
+def _nvml_in_cycles(path: Path) -> dict[str, np.ndarray]:
+    run = load_input(path).runs[0]
+    lo, hi = int(run.cycles.start_ns.min()), int(run.cycles.end_ns.max())
+    return {m.name: np.asarray(m.values)[(np.asarray(m.timestamps_ns) >= lo)
+                                         & (np.asarray(m.timestamps_ns) <= hi)]
+            for m in run.metrics}
+
+
+def test_settled_gpt_pair_agrees_below_the_power_cap_not_at_it() -> None:
+    """Why gpt-normal still disagrees after the settle: its recording's NVML samples show the
+    GPU at its software power cap (reason bit 0x4) with the SM clock below its 1980 MHz
+    maximum, where the clock follows the power draw; gpt-abnormal, below the cap at 1980 MHz,
+    agrees within 1 % for every kernel."""
+    normal = _nvml_in_cycles(_recording("gpt", "normal"))
+    abnormal = _nvml_in_cycles(_recording("gpt", "abnormal"))
+    assert (normal["nvml.throttle_reasons"] == 4).all()
+    assert normal["nvml.power"].min() > 670 and normal["nvml.sm_clock"].max() < 1980
+    assert (abnormal["nvml.throttle_reasons"] == 0).all()
+    assert (abnormal["nvml.sm_clock"] == 1980).all()
+    for variant, bound in (("normal", 0.045), ("abnormal", 0.01)):
+        ratios = _ratios(per_step(load_input(_trace("gpt", variant)))[1],
+                         per_step(load_input(_recording("gpt", variant)))[1])
+        assert np.abs(ratios).max() < bound
 
 
 def _first_finding(normal: Path, abnormal: Path, run_cli: object) -> str:
