@@ -9,8 +9,10 @@ interpreter to itself.
 Protocol: ``--out FILE`` gets one JSON header line (the quantities read, their units, the
 warnings for those dropped), then one binary row per poll: ``<q`` (``time.perf_counter_ns``,
 CLOCK_MONOTONIC, the same clock in every process of the host) and one ``<d`` per quantity
-(NaN where a read failed). The poller stops when its standard input closes (the parent's
-stop, or the parent dying) after one last row.
+(NaN where a read failed). The poller stops on SIGTERM (the parent's stop), or when its
+standard input closes or its parent changes (the parent died), after one last row. SIGTERM
+rather than closing the pipe: a program that forks workers (DataLoader) hands them the
+pipe's write end too, and the pipe would then never close.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import argparse
 import json
 import os
 import select
+import signal
 import struct
 import sys
 import time
@@ -34,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval-s", type=float, required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)  # before the header: the parent may stop at once
     fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         nv = load_nvml()
@@ -59,17 +63,29 @@ def main(argv: list[str] | None = None) -> int:
         working.append(q)
     header = {"names": [q.name for q in working], "units": [q.unit for q in working],
               "warnings": warnings}
-    os.write(fd, (json.dumps(header) + "\n").encode())
     row = struct.Struct("<q" + "d" * len(working))
     parent = os.getppid()
-    while True:
-        os.write(fd, row.pack(time.perf_counter_ns(), *_read(working, nv, handle)))
-        ready, _, _ = select.select([sys.stdin], [], [], args.interval_s)
-        if (ready and not os.read(sys.stdin.fileno(), 4096)) or os.getppid() != parent:
-            break  # stdin closed: the parent's stop (or its death)
+    try:
+        os.write(fd, (json.dumps(header) + "\n").encode())
+        while True:
+            os.write(fd, row.pack(time.perf_counter_ns(), *_read(working, nv, handle)))
+            ready, _, _ = select.select([sys.stdin], [], [], args.interval_s)
+            if (ready and not os.read(sys.stdin.fileno(), 4096)) or os.getppid() != parent:
+                break  # stdin closed or the parent gone: it died
+    except _Stopped:
+        pass
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.write(fd, row.pack(time.perf_counter_ns(), *_read(working, nv, handle)))
     os.close(fd)
     return 0
+
+
+class _Stopped(Exception):
+    """SIGTERM from the parent: write the last row and leave."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise _Stopped
 
 
 def _read(quantities: list[NvmlQuantity], nv: Any, handle: Any) -> list[float]:

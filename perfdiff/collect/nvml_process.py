@@ -132,13 +132,15 @@ class NvmlProcessSampler:
             return []
         self._offsets.append((time.perf_counter_ns(), clock_offset_ns(self._clock_ns)))
         try:
-            if self._proc.stdin is not None:
-                self._proc.stdin.close()
+            self._proc.terminate()  # SIGTERM: the poller writes its last row and exits
             self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait(timeout=5)
             self.warnings.append("NVML poller did not stop within 10 s; killed")
+        finally:
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
         try:
             data = (Path(self._dir) / "nvml.bin").read_bytes()
         finally:

@@ -107,3 +107,22 @@ def test_without_a_poller_nvml_is_polled_from_a_thread(tmp_path: Path) -> None:
 def test_clock_offset_is_read_from_the_tightest_bracket() -> None:
     offset = clock_offset_ns(_clock)
     assert abs(offset - SHIFT) < 1_000_000
+
+
+def test_a_forked_worker_holding_the_pipe_does_not_delay_the_stop(tmp_path: Path) -> None:
+    """A DataLoader-style worker forked from the program inherits the poller's stdin pipe;
+    the stop (SIGTERM) must not wait for that worker."""
+    sampler = NvmlProcessSampler(0, _clock, 0.005, env=_env(tmp_path, FAKE_PYNVML))
+    sampler.start()
+    child = os.fork()
+    if child == 0:  # the worker: holds every descriptor of the program for a while
+        time.sleep(5)
+        os._exit(0)
+    try:
+        began = time.monotonic()
+        series = sampler.stop()
+        assert time.monotonic() - began < 3.0
+        assert series and not any("killed" in w for w in sampler.warnings)
+    finally:
+        os.kill(child, 9)
+        os.waitpid(child, 0)
