@@ -72,10 +72,11 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
     found = self_overhead(run_file)
     if found is not None:
         notes.append(
-            f"{source}: perfdiff's own overhead on this run {found.overhead_pct:+.1f} % "
+            f"{source}: perfdiff's tracing overhead on this run {found.overhead_pct:+.1f} % "
             f"(95 % interval {found.low_pct:+.1f} to {found.high_pct:+.1f} %): median cycle "
             f"{found.traced_median_ms:.3f} ms traced vs {found.untraced_median_ms:.3f} ms in "
-            f"{found.untraced_cycles} untraced cycle(s) ({found.traced_cycles} traced)"
+            f"{found.untraced_cycles} untraced cycle(s) ({found.traced_cycles} traced); "
+            "PM and NVML sampling run in both, so their cost is not in this figure"
         )
     held = 0
     longest = 0

@@ -111,4 +111,5 @@ def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     assert found is not None and found.untraced_cycles == 4 and found.traced_cycles == 28
     assert 15 < found.overhead_pct < 35  # 5 ms vs 4 ms: +25 %
     (note,) = self_overhead_notes(rf, "run.json.gz")
-    assert "own overhead on this run +" in note and "4 untraced cycle(s)" in note
+    assert "tracing overhead on this run +" in note and "4 untraced cycle(s)" in note
+    assert "PM and NVML sampling run in both" in note
