@@ -126,7 +126,8 @@ cuda = types.SimpleNamespace(is_initialized=lambda: True, is_available=lambda: F
 '''
 
 # The program: the collector starts first (as sitecustomize does), then the program imports
-# torch and runs marked cycles; PM sampling starts at the first mark, by the real code path.
+# torch and runs marked cycles; PM sampling starts at the first measured cycle's mark (no
+# warm-up here: the first), by the real code path.
 PROGRAM = '''
 import sys, threading, time
 if sys.argv[2] == "no-threading-hook":  # a Python without the private hook: atexit order
@@ -136,7 +137,7 @@ from perfdiff.collect.inject.config import InjectConfig
 from perfdiff.collect.inject.fake_backend import FakeTrace, launch
 
 config = InjectConfig(shard_dir=sys.argv[1], backend="cupti", metrics=("tensor", "dram"),
-                      sample_interval_ns=20_000, nvml=False)
+                      sample_interval_ns=20_000, nvml=False, warmup=0)
 collector = ChildCollector(config, FakeTrace())
 collector.start()
 

@@ -5,8 +5,10 @@ arranges for activity tracing to start when the program initialises CUDA (before
 kernel, and not earlier: CUPTI started before CUDA refuses PM sampling, deferred_trace.py),
 installs the cycle recorder behind ``perfdiff.cycle()`` / ``mark_cycle()`` and, with
 ``--cycle-range``, the NVTX wrappers. PM sampling and NVML need to know the program's GPU,
-which is only known once the program has initialised CUDA, so they start at the first cycle
-mark after that (before the cycle's start is stamped, so their set-up cost falls outside it).
+which is only known once the program has initialised CUDA, so NVML (and the cycle marks)
+start at the first cycle mark after that, PM sampling at the first measured cycle's mark
+(after the warm-up: :meth:`ChildCollector._start_samplers`), each before that cycle's start
+is stamped, so their set-up cost falls outside it.
 
 Samplers stop at the earliest point of the interpreter's exit: a ``threading`` exit hook, which
 runs before *every* ``atexit`` handler (torch's, and the weakref hook that frees cupti-python's
@@ -92,7 +94,9 @@ class _Recorder:
         self.lock = threading.Lock()
 
     def begin_cycle(self, label: str, warmup: bool) -> None:
-        self.before_cycle()
+        with self.lock:
+            measured = not (warmup or self.begun < self.warmup)
+        self.before_cycle(measured)
         with self.lock:
             self.log.begin_cycle(label, warmup or self.begun < self.warmup)
             self.begun += 1
@@ -125,6 +129,8 @@ class ChildCollector:
         self.found: Any = None  # no marking option: found_cycles.FoundCycles
         self.cycles_from: str | None = None  # how cycles were cut, when found at exit
         self._samplers_tried = False
+        self._pm_tried = False
+        self._device = 0
         self._finished = False
         self._previous_excepthook = sys.excepthook
 
@@ -180,17 +186,25 @@ class ChildCollector:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
-    def _start_samplers(self) -> None:
-        """PM sampling and NVML on the program's GPU, once CUDA is initialised there.
+    def _start_samplers(self, measured: bool = True) -> None:
+        """Marks and NVML on the program's GPU once CUDA is initialised there; PM sampling
+        from the first measured cycle on.
 
-        Called from the program's own cycle marks: nothing may escape into the program.
+        Why PM waits for a measured cycle: its hardware buffer holds ~3 s of samples at 20 us
+        and what the warm-up fills is decoded first; a GPT-2 program whose first cycle took
+        4.4 s had PM on 18.8 % of its measured cycles (H100, 2026-11-25). Called from the
+        program's own cycle marks: nothing may escape into the program.
         """
-        if self._samplers_tried or self._samplers_stopped or self.config.backend != "cupti":
+        if self._samplers_stopped or self.config.backend != "cupti":
             return
         try:
-            self._try_start_samplers()
+            if not self._samplers_tried:
+                self._try_start_samplers()
+            if measured and self._samplers_tried and not self._pm_tried:
+                self._pm_tried = True
+                self._try_start_pm()
         except Exception as exc:
-            self._samplers_tried = True
+            self._samplers_tried = self._pm_tried = True
             self.warnings.append(f"samplers could not start ({type(exc).__name__}: {exc}); "
                                  "kernels are still traced")
 
@@ -199,20 +213,10 @@ class ChildCollector:
         if torch is None or not torch.cuda.is_initialized():
             return  # not yet: try again at the next cycle mark
         self._samplers_tried = True
-        device = int(torch.cuda.current_device())
+        device = self._device = int(torch.cuda.current_device())
         cfg = self.config
         if not cfg.cycle_ms:
             self.marks = attach_marker(self.log, torch, device, self.warnings)
-        if cfg.pm_sampling and cfg.metrics:
-            from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
-
-            try:
-                pm = PmSampler(cfg.metrics, cfg.sample_interval_ns, device, self.trace.clock_ns)
-                self.warnings.extend(pm.warnings)
-                pm.warnings.clear()
-                self._start_one(pm)
-            except PmSamplingUnavailable as exc:
-                self.warnings.append(str(exc))
         if cfg.nvml:
             from perfdiff.collect.environment import torch_device_info
             from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
@@ -226,6 +230,21 @@ class ChildCollector:
                                                    uuid=uuid))
             except NvmlUnavailable as exc:
                 self.warnings.append(str(exc))
+
+    def _try_start_pm(self) -> None:
+        cfg = self.config
+        if not (cfg.pm_sampling and cfg.metrics):
+            return
+        from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
+
+        try:
+            pm = PmSampler(cfg.metrics, cfg.sample_interval_ns, self._device,
+                           self.trace.clock_ns)
+            self.warnings.extend(pm.warnings)
+            pm.warnings.clear()
+            self._start_one(pm)
+        except PmSamplingUnavailable as exc:
+            self.warnings.append(str(exc))
 
     def _start_one(self, sampler: MetricSampler) -> None:
         try:

@@ -1,0 +1,87 @@
+"""When the user-program child starts its samplers (inject/child.py ``_start_samplers``):
+the cycle marks and NVML at the first cycle after CUDA is initialised, PM sampling at the
+first measured cycle, so that the warm-up does not fill PM's ~3 s hardware buffer (a GPT-2
+program with a 4.4 s first cycle had PM on 18.8 % of its measured cycles, H100 2026-11-25).
+
+Stand-ins: torch (CUDA initialised), the marker, the PM and NVML samplers; the real
+ChildCollector and its cycle recorder.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+import pytest
+
+from perfdiff.collect.inject import child as child_module
+from perfdiff.collect.inject.child import ChildCollector
+from perfdiff.collect.inject.config import InjectConfig
+from perfdiff.collect.inject.fake_backend import FakeTrace
+
+events: list[str] = []
+
+
+class FakeSampler:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.warnings: list[str] = []
+
+    def start(self) -> None:
+        events.append(f"start {self.name}")
+
+    def stop(self) -> list[Any]:
+        return []
+
+
+@pytest.fixture()
+def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
+    events.clear()
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(is_initialized=lambda: True,  # type: ignore[attr-defined]
+                                       current_device=lambda: 0)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(child_module, "attach_marker",
+                        lambda log, torch, device, warnings: events.append("marks") or None)
+    pm_module = types.ModuleType("perfdiff.collect.pm_sampling")
+    pm_module.PmSampler = lambda *a, **k: FakeSampler("pm")  # type: ignore[attr-defined]
+    pm_module.PmSamplingUnavailable = RuntimeError  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.pm_sampling", pm_module)
+    nvml_process = types.ModuleType("perfdiff.collect.nvml_process")
+    nvml_process.NvmlDefaultSampler = (  # type: ignore[attr-defined]
+        lambda *a, **k: FakeSampler("nvml"))
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml_process", nvml_process)
+    nvml = types.ModuleType("perfdiff.collect.nvml")
+    nvml.load_nvml = lambda: None  # type: ignore[attr-defined]
+    nvml.NvmlUnavailable = RuntimeError  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml", nvml)
+    env = types.ModuleType("perfdiff.collect.environment")
+    env.torch_device_info = lambda torch, device, nvml: types.SimpleNamespace(  # type: ignore[attr-defined]
+        uuid="GPU-x")
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.environment", env)
+    config = InjectConfig(shard_dir="/nonexistent", warmup=2, backend="cupti")
+    return ChildCollector(config, FakeTrace())
+
+
+def test_pm_starts_at_the_first_measured_cycle_nvml_and_marks_at_the_first(
+        collector: ChildCollector) -> None:
+    recorder = collector.recorder
+    for i in range(4):
+        recorder.begin_cycle("step", False)
+        events.append(f"cycle {i}")
+        recorder.end_cycle()
+    assert events == ["marks", "start nvml", "cycle 0", "cycle 1", "start pm", "cycle 2",
+                      "cycle 3"]
+
+
+def test_without_warm_up_pm_starts_with_the_first_cycle(collector: ChildCollector) -> None:
+    collector.recorder.warmup = 0
+    collector.recorder.begin_cycle("step", False)
+    assert events == ["marks", "start nvml", "start pm"]
+
+
+def test_cycles_found_by_themselves_start_everything_at_once(
+        collector: ChildCollector) -> None:
+    collector._start_samplers()  # what found_cycles.py calls, with no warm-up to know of
+    assert events == ["marks", "start nvml", "start pm"]
