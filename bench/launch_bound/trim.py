@@ -18,7 +18,8 @@ import numpy as np
 from perfdiff.schema.io import load_run_file, save_run_file
 
 
-def _rows(table: Any, keep: np.ndarray[Any, Any]) -> Any:
+def rows(table: Any, keep: np.ndarray[Any, Any]) -> Any:
+    """``table`` (a run-file table dataclass) with only the rows where ``keep``."""
     changes = {}
     for f in dataclasses.fields(table):
         value = getattr(table, f.name)
@@ -42,12 +43,12 @@ def trim(path: Path, out: Path, cycles: int) -> None:
         c = run.cycles
         cut = int(c.end_ns[cycles - 1])
         keep_cycles = np.asarray(c.index) < cycles
-        kernels = _rows(run.kernels, (np.asarray(run.kernels.start_ns) <= cut)
+        kernels = rows(run.kernels, (np.asarray(run.kernels.start_ns) <= cut)
                         & (np.asarray(run.kernels.cycle) < cycles))
-        memcpy = _rows(run.memcpy, np.asarray(run.memcpy.start_ns) <= cut)
-        memset = _rows(run.memset, np.asarray(run.memset.start_ns) <= cut)
+        memcpy = rows(run.memcpy, np.asarray(run.memcpy.start_ns) <= cut)
+        memset = rows(run.memset, np.asarray(run.memset.start_ns) <= cut)
         metrics = tuple(_series_until(m, cut) for m in run.metrics)
-        runs.append(dataclasses.replace(run, cycles=_rows(c, keep_cycles), kernels=kernels,
+        runs.append(dataclasses.replace(run, cycles=rows(c, keep_cycles), kernels=kernels,
                                         memcpy=memcpy, memset=memset, metrics=metrics))
     note = (f"trimmed to the first {cycles} cycles of the recording "
             f"(bench/launch_bound/trim.py {path.name} --cycles {cycles})")

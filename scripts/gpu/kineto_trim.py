@@ -19,24 +19,14 @@ from typing import Any
 
 import numpy as np
 
+from bench.launch_bound.trim import rows
 from perfdiff.schema.io import load_run_file, save_run_file
-
-
-def _rows(table: Any, keep: np.ndarray[Any, Any]) -> Any:
-    changes = {}
-    for f in dataclasses.fields(table):
-        value = getattr(table, f.name)
-        if value is None:
-            continue
-        changes[f.name] = (tuple(v for v, k in zip(value, keep, strict=True) if k)
-                           if isinstance(value, tuple) else np.asarray(value)[keep])
-    return dataclasses.replace(table, **changes)
 
 
 def _from(table: Any, first: int) -> Any:
     """Rows of a kernel/memcpy/memset table that lie in a cycle or start at ``first`` or later."""
     keep = (np.asarray(table.cycle) >= 0) | (np.asarray(table.start_ns) >= first)
-    return _rows(table, keep)
+    return rows(table, keep)
 
 
 def trim(path: Path, out: Path) -> int:
