@@ -18,10 +18,11 @@ import numpy as np
 
 from perfdiff.readers.torch_profiler.events import (
     _COUNTER_DECODER,
+    _EVENT_DECODER,
+    _LAUNCH_DECODER,
     _Args,
     _Bad,
-    _decode_all,
-    _decode_launches,
+    _decode,
     _Event,
     _Launch,
     _LaunchArgs,
@@ -166,10 +167,10 @@ def _gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
     for cat, columns in (("kernel", out.kernels), ("gpu_memcpy", out.copies),
                          ("gpu_memset", out.sets)):
         for chunk in _chunks(kept.gpu[cat]):
-            columns.add_all(_decode_all(chunk))
+            columns.add_all(_decode(chunk, _EVENT_DECODER))
     for chunk in _chunks(kept.launches):
-        _add_launches(out, _decode_launches(chunk))
-    _add_ranges(out.ranges, _decode_all(kept.ranges))
+        _add_launches(out, _decode(chunk, _LAUNCH_DECODER))
+    _add_ranges(out.ranges, _decode(kept.ranges, _EVENT_DECODER))
     out.profiler_ranges = kept.profiler_ranges
     if kept.counters:
         out.metrics, out.sample_interval_ns = _counter_series(kept.counters, base_ns)

@@ -7,7 +7,7 @@ says it is needed (GPU, launch, annotation); CPU-side events are only counted.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -94,6 +94,7 @@ class _CounterEvent(msgspec.Struct, gc=False):
     args: dict[str, Any] | None = None
 
 
+_T = TypeVar("_T")
 _TRACE_DECODER = msgspec.json.Decoder(_Trace)
 _KIND_DECODER = msgspec.json.Decoder(_Kind)
 _EVENT_DECODER = msgspec.json.Decoder(_Event)
@@ -122,7 +123,7 @@ class _Sorted(msgspec.Struct, gc=False):
 def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     """Every event is looked at for its category and phase only (CPU ops, Python functions
     and flows are most of a trace, and are dropped here); GPU, launch and annotation events
-    are kept as raw slices, to be decoded a kind at a time (:func:`_decode_all`).
+    are kept as raw slices, to be decoded a kind at a time (:func:`_decode`).
 
     Why slices first and decoding after: a decoded event costs several objects, a slice one;
     and a list of one kind decodes and becomes columns in list comprehensions, not a Python
@@ -159,24 +160,13 @@ def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     return _Sorted(gpu, launches, ranges, counters, profiler_ranges)
 
 
-def _decode_all(raws: list[msgspec.Raw]) -> list[_Event]:
-    """Decode kept slices (GPU and annotation events) as :class:`_Event`; the list of slices
-    is emptied, so that each is freed with its event."""
-    event_of = _EVENT_DECODER.decode
+def _decode(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> list[_T]:
+    """Decode kept slices (GPU, annotation or launch events) with ``decoder``; the list of
+    slices is emptied, so that each is freed with its event."""
+    decode = decoder.decode
     try:
-        events = [event_of(raw) for raw in raws]
+        events = [decode(raw) for raw in raws]
     except msgspec.ValidationError as exc:
         raise _Bad(f"malformed trace event ({exc})") from None
     del raws[:]
     return events
-
-
-def _decode_launches(raws: list[msgspec.Raw]) -> list[_Launch]:
-    """:func:`_decode_all` for launch events, as :class:`_Launch`."""
-    launch_of = _LAUNCH_DECODER.decode
-    try:
-        launches = [launch_of(raw) for raw in raws]
-    except msgspec.ValidationError as exc:
-        raise _Bad(f"malformed trace event ({exc})") from None
-    del raws[:]
-    return launches
