@@ -344,3 +344,16 @@ def _pm_series(
 
 def _i(values: Sequence[int]) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
+
+
+class StepClock:
+    """A fake clock that advances ``step`` ns per read, so every stamp is distinct, ordered
+    and predictable (cycle boundaries, marks, call stamps)."""
+
+    def __init__(self, step: int = 1000) -> None:
+        self.now = 0
+        self.step = step
+
+    def __call__(self) -> int:
+        self.now += self.step
+        return self.now

@@ -32,27 +32,17 @@ from perfdiff.markers import (
 )
 from tests.analysis.test_bench_call_measure import SPEC, _with_marks
 from tests.bench_factories import make_bench_file
+from tests.factories import StepClock
 
 
 def _script() -> ModuleType:
     return bench_crosscheck
 
 
-class Clock:
-    """A shared fake clock: 1000 ns per read, so every stamp is distinct and ordered."""
-
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        self.now += 1000
-        return self.now
-
-
 class FakeEvent:
     """``record()`` stamps the clock (and logs itself); ``elapsed_time`` is in ms."""
 
-    def __init__(self, clock: Clock, log: list[str] | None = None) -> None:
+    def __init__(self, clock: StepClock, log: list[str] | None = None) -> None:
         self.clock = clock
         self.log = log
         self.at: int | None = None
@@ -99,7 +89,7 @@ def test_start_event_follows_the_start_mark_end_event_precedes_the_end_mark() ->
     collector's stamp, then the end mark, whose issue cost is then inside neither window. A
     cycle without a return has no end time."""
     log: list[str] = []
-    clock = Clock()
+    clock = StepClock()
     timer = EventPairTimer(lambda: FakeEvent(clock, log))
     recorder = LoggingRecorder(log)
     with _installed(recorder, timer) as active:
@@ -119,7 +109,7 @@ def test_start_event_follows_the_start_mark_end_event_precedes_the_end_mark() ->
 
 def test_no_collector_no_events_and_a_second_return_is_ignored() -> None:
     made: list[FakeEvent] = []
-    clock = Clock()
+    clock = StepClock()
 
     def new_event() -> FakeEvent:
         made.append(FakeEvent(clock))

@@ -29,6 +29,7 @@ from perfdiff.collect.workloads.base import CyclePlan, Workload  # noqa: E402
 from perfdiff.errors import InputError  # noqa: E402
 from perfdiff.markers import set_active_recorder  # noqa: E402
 from perfdiff.schema.model import Environment  # noqa: E402
+from tests.factories import StepClock  # noqa: E402
 
 ENV = Environment(host="h", driver_version=None, cuda_version=None, cupti_version=None,
                   torch_version=None, python_version="3.11", devices=())
@@ -38,21 +39,12 @@ def _script() -> ModuleType:
     return bench_crosscheck
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        self.now += 1000
-        return self.now
-
-
 class Trace:
     """A trace backend with no records: the cycles and their stamps are what is tested."""
 
     name = "cupti_activity"
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: StepClock) -> None:
         self.clock_ns = clock
         self.warnings: list[str] = []
 
@@ -72,7 +64,7 @@ class Trace:
 class Event:
     """Stamps the shared clock on record(); elapsed_time in ms, as torch.cuda.Event."""
 
-    def __init__(self, clock: Clock, made: list[Event]) -> None:
+    def __init__(self, clock: StepClock, made: list[Event]) -> None:
         self.clock = clock
         self.at = -1
         made.append(self)
@@ -93,7 +85,7 @@ def cpu_torch(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def _collect(workload: Workload, plan: CyclePlan) -> tuple[Any, list[Any], list[Event], int]:
     cc = _script()
-    clock = Clock()
+    clock = StepClock()
     made: list[Event] = []
     synced: list[bool] = []
     sources = Sources(trace=Trace(clock), synchronize=lambda: synced.append(True))
@@ -154,7 +146,7 @@ def test_an_incomplete_collection_is_refused_in_one_line() -> None:
 class KernelTrace(Trace):
     """A trace in which every call launches one 20 us 'kernel' at its start event."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: StepClock) -> None:
         super().__init__(clock)
         self.raw = RawTrace()
 
@@ -177,7 +169,7 @@ def test_the_command_runs_end_to_end_on_fakes(monkeypatch: pytest.MonkeyPatch,
     against events 21 us, -4.76 %, within 5 % (rc 0) but not within 4 % (rc 1)."""
     import perfdiff.collect.sources as sources_module
 
-    clock = Clock()
+    clock = StepClock()
     trace = KernelTrace(clock)
     opened = sources_module.OpenedSources(
         sources=Sources(trace=trace, synchronize=lambda: None), environment=ENV, device="cpu")

@@ -20,20 +20,10 @@ from perfdiff.collect.workloads.base import CyclePlan, Workload, WorkloadParams
 from perfdiff.markers import CycleMarker
 from perfdiff.schema.io import load_run_file, save_run_file
 from perfdiff.schema.model import Environment, MetricSeries
+from tests.factories import StepClock
 
 ENV = Environment(host="h", driver_version=None, cuda_version=None, cupti_version=None,
                   torch_version=None, python_version="3.11", devices=())
-
-
-class FakeClock:
-    """A clock that advances 1000 ns per read, so cycle boundaries are predictable."""
-
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        self.now += 1000
-        return self.now
 
 
 class FakeTrace:
@@ -45,7 +35,7 @@ class FakeTrace:
 
     name = "cupti_activity"
 
-    def __init__(self, clock: FakeClock, with_api: bool = True) -> None:
+    def __init__(self, clock: StepClock, with_api: bool = True) -> None:
         self.clock = clock
         self.raw = RawTrace()
         self.with_api = with_api
@@ -132,7 +122,7 @@ class FakeWorkload(Workload):
 
 def _collect(params: FakeParams, plan: CyclePlan, *, with_api: bool = True,
              fail_start: bool = False) -> tuple[object, FakeWorkload]:
-    trace = FakeTrace(FakeClock(), with_api=with_api)
+    trace = FakeTrace(StepClock(), with_api=with_api)
     workload = FakeWorkload(params, trace)
     sources = Sources(trace=trace, samplers=[FakeSampler(fail_start)], warnings=["w0"])
     outcome = run_collection(workload, plan, sources, ENV, CollectSettings())
@@ -168,7 +158,7 @@ def test_trace_is_drained_between_cycles_of_idle_workloads_only(
     import perfdiff.collect.session as session_module
 
     monkeypatch.setattr(session_module, "DRAIN_EVERY_S", 0.0)
-    trace = FakeTrace(FakeClock())
+    trace = FakeTrace(StepClock())
     cls = IdleFakeWorkload if idle else FakeWorkload
     workload = cls(FakeParams(kernels_per_cycle=2), trace)
     sources = Sources(trace=trace, samplers=[], warnings=[])
@@ -188,7 +178,7 @@ def test_a_failing_drain_is_one_warning_and_the_run_completes(
     import perfdiff.collect.session as session_module
 
     monkeypatch.setattr(session_module, "DRAIN_EVERY_S", 0.0)
-    trace = FakeTrace(FakeClock())
+    trace = FakeTrace(StepClock())
     calls: list[int] = []
 
     def broken() -> None:
@@ -291,7 +281,7 @@ class BenchmarkFakeWorkload(FakeWorkload):
 def test_benchmark_workloads_trace_every_cycle(benchmark: bool) -> None:
     """rmsnorm/linalg tables and their in-situ cross-check need every cycle of every case
     traced and marked (a GPU test caught untraced cycles there: 202 cycles, fewer marks)."""
-    trace = PausableFakeTrace(FakeClock())
+    trace = PausableFakeTrace(StepClock())
     cls = BenchmarkFakeWorkload if benchmark else FakeWorkload
     workload = cls(FakeParams(kernels_per_cycle=1), trace)
     sources = Sources(trace=trace, samplers=[], warnings=[])

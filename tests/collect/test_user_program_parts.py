@@ -26,7 +26,7 @@ from perfdiff.collect.window_cycles import fixed_windows
 from perfdiff.errors import IncomparableRunsError, InputError
 from perfdiff.schema.io import load_run_file, save_run_file
 from perfdiff.schema.model import RunFile, Status
-from tests.factories import KernelSpec, make_run_file
+from tests.factories import KernelSpec, StepClock, make_run_file
 
 # ------------------------------------------------------------------------------ merge
 
@@ -96,15 +96,6 @@ def test_merge_command_writes_a_loadable_file(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ NVTX
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 0
-
-    def __call__(self) -> int:
-        self.now += 10
-        return self.now
-
-
 ranges = st.recursive(
     st.sampled_from(["a", "b"]).map(lambda name: (name, [])),
     lambda inner: st.tuples(st.sampled_from(["a", "b"]), st.lists(inner, max_size=3)),
@@ -128,7 +119,7 @@ def _calls(tree: tuple[str, list], allow_step: bool, out: list[str]) -> int:
 @settings(max_examples=60, deadline=None)
 @given(st.lists(ranges, max_size=6))
 def test_every_step_range_is_one_cycle_whatever_nests_around_it(trees: list) -> None:
-    log = CycleLog(clock_ns=_Clock())
+    log = CycleLog(clock_ns=StepClock(10))
     cycles = NvtxCycles(log, "step")
     module = types.ModuleType("nvtx")
     module.push_range = lambda message=None, **kw: None  # type: ignore[attr-defined]
@@ -149,7 +140,7 @@ def test_every_step_range_is_one_cycle_whatever_nests_around_it(trees: list) -> 
 
 
 def test_torch_nvtx_range_and_start_end_are_wrapped() -> None:
-    log = CycleLog(clock_ns=_Clock())
+    log = CycleLog(clock_ns=StepClock(10))
     module = types.ModuleType("torch.cuda.nvtx")
     ids = iter(range(100))
     module.range_push = lambda msg: 0  # type: ignore[attr-defined]
