@@ -32,7 +32,7 @@ class NvmlQuantity:
     read: Callable[[Any, Any], float]
 
 
-def nvml_quantities() -> tuple[NvmlQuantity, ...]:
+def _quantities() -> tuple[NvmlQuantity, ...]:
     def clock(kind: str) -> Callable[[Any, Any], float]:
         return lambda nv, h: float(nv.nvmlDeviceGetClockInfo(h, getattr(nv, kind)))
 
@@ -71,6 +71,40 @@ def load_nvml() -> Any:
     return pynvml
 
 
+def device_handle(nv: Any, index: int, uuid: str | None) -> Any:
+    """NVML's handle of the device: by UUID where it resolves, else by index."""
+    if uuid:
+        try:
+            return nv.nvmlDeviceGetHandleByUUID(uuid)
+        except Exception:  # fall back to the index (UUID formats differ between APIs)
+            pass
+    return nv.nvmlDeviceGetHandleByIndex(index)
+
+
+def working_quantities(nv: Any, handle: Any, warnings: list[str]) -> list[NvmlQuantity]:
+    """The quantities this device answers; one warning for each it refuses."""
+    working = []
+    for q in _quantities():
+        try:
+            q.read(nv, handle)
+        except Exception as exc:
+            warnings.append(f"NVML {q.name} unavailable ({exc}); not sampled")
+            continue
+        working.append(q)
+    return working
+
+
+def read_row(quantities: list[NvmlQuantity], nv: Any, handle: Any) -> list[float]:
+    """Each quantity read once, NaN where a read fails now."""
+    row = []
+    for q in quantities:
+        try:
+            row.append(q.read(nv, handle))
+        except Exception:
+            row.append(float("nan"))
+    return row
+
+
 class NvmlSampler:
     """:class:`perfdiff.collect.backends.MetricSampler` polling NVML in a daemon thread."""
 
@@ -90,10 +124,10 @@ class NvmlSampler:
         self._interval_s = interval_s
         self.warnings: list[str] = []
         try:
-            self._handle = self._handle_for(device_index, uuid)
+            self._handle = device_handle(self._nv, device_index, uuid)
         except Exception as exc:
             raise NvmlUnavailable(f"NVML has no handle for device {device_index} ({exc})") from None
-        self._quantities = self._working_quantities()
+        self._quantities = working_quantities(self._nv, self._handle, self.warnings)
         if not self._quantities:
             raise NvmlUnavailable("NVML unavailable: no quantity could be read")
         self._times: list[int] = []
@@ -101,33 +135,9 @@ class NvmlSampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _handle_for(self, index: int, uuid: str | None) -> Any:
-        if uuid:
-            try:
-                return self._nv.nvmlDeviceGetHandleByUUID(uuid)
-            except Exception:  # fall back to the index (UUID formats differ between APIs)
-                pass
-        return self._nv.nvmlDeviceGetHandleByIndex(index)
-
-    def _working_quantities(self) -> list[NvmlQuantity]:
-        working = []
-        for q in nvml_quantities():
-            try:
-                q.read(self._nv, self._handle)
-            except Exception as exc:
-                self.warnings.append(f"NVML {q.name} unavailable ({exc}); not sampled")
-                continue
-            working.append(q)
-        return working
-
     def poll_once(self) -> None:
         """Read every working quantity once (NaN where a read fails now)."""
-        row = []
-        for q in self._quantities:
-            try:
-                row.append(q.read(self._nv, self._handle))
-            except Exception:
-                row.append(float("nan"))
+        row = read_row(self._quantities, self._nv, self._handle)
         self._times.append(int(self._clock_ns()))
         self._values.append(row)
 
@@ -161,4 +171,5 @@ class NvmlSampler:
         ]
 
 
-__all__ = ["NvmlSampler", "NvmlUnavailable", "load_nvml"]
+__all__ = ["NvmlSampler", "NvmlUnavailable", "device_handle", "load_nvml", "read_row",
+           "working_quantities"]

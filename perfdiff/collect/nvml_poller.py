@@ -27,7 +27,7 @@ import sys
 import time
 from typing import Any
 
-from perfdiff.collect.nvml import NvmlQuantity, load_nvml, nvml_quantities
+from perfdiff.collect.nvml import device_handle, load_nvml, read_row, working_quantities
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,26 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     fd = os.open(args.out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         nv = load_nvml()
-        handle = None
-        if args.uuid:
-            try:
-                handle = nv.nvmlDeviceGetHandleByUUID(args.uuid)
-            except Exception:  # UUID formats differ between APIs: fall back to the index
-                handle = None
-        if handle is None:
-            handle = nv.nvmlDeviceGetHandleByIndex(args.index)
+        handle = device_handle(nv, args.index, args.uuid or None)
     except Exception as exc:  # NvmlUnavailable, or no handle for the device
         os.write(fd, (json.dumps({"error": f"{type(exc).__name__}: {exc}"}) + "\n").encode())
         return 1
-    working: list[NvmlQuantity] = []
     warnings: list[str] = []
-    for q in nvml_quantities():
-        try:
-            q.read(nv, handle)
-        except Exception as exc:
-            warnings.append(f"NVML {q.name} unavailable ({exc}); not sampled")
-            continue
-        working.append(q)
+    working = working_quantities(nv, handle, warnings)
     header = {"names": [q.name for q in working], "units": [q.unit for q in working],
               "warnings": warnings}
     row = struct.Struct("<q" + "d" * len(working))
@@ -68,14 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         os.write(fd, (json.dumps(header) + "\n").encode())
         while True:
-            os.write(fd, row.pack(time.perf_counter_ns(), *_read(working, nv, handle)))
+            os.write(fd, row.pack(time.perf_counter_ns(), *read_row(working, nv, handle)))
             ready, _, _ = select.select([sys.stdin], [], [], args.interval_s)
             if (ready and not os.read(sys.stdin.fileno(), 4096)) or os.getppid() != parent:
                 break  # stdin closed or the parent gone: it died
     except _Stopped:
         pass
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.write(fd, row.pack(time.perf_counter_ns(), *_read(working, nv, handle)))
+    os.write(fd, row.pack(time.perf_counter_ns(), *read_row(working, nv, handle)))
     os.close(fd)
     return 0
 
@@ -86,16 +72,6 @@ class _Stopped(Exception):
 
 def _stop(signum: int, frame: Any) -> None:
     raise _Stopped
-
-
-def _read(quantities: list[NvmlQuantity], nv: Any, handle: Any) -> list[float]:
-    values = []
-    for q in quantities:
-        try:
-            values.append(q.read(nv, handle))
-        except Exception:
-            values.append(float("nan"))
-    return values
 
 
 if __name__ == "__main__":
