@@ -23,12 +23,12 @@ from perfdiff.collect.session import CollectSettings, run_collection
 from perfdiff.collect.workloads.base import CyclePlan
 from tests.collect.test_collect_session import (
     ENV,
-    FakeClock,
     FakeParams,
     FakeSampler,
     FakeTrace,
     FakeWorkload,
 )
+from tests.factories import StepClock
 
 MARK_STREAM = 99
 
@@ -117,7 +117,7 @@ class FakeMarker:
 
 
 def _collect_with_marks(fail_after: int = -1) -> tuple[object, FakeWorkload]:
-    trace = FakeTrace(FakeClock(), with_api=False)
+    trace = FakeTrace(StepClock(), with_api=False)
     workload = FakeWorkload(FakeParams(kernels_per_cycle=3), trace)
     sources = Sources(trace=trace, samplers=[FakeSampler()],
                       boundary_marker=FakeMarker(trace, fail_after))
@@ -169,7 +169,7 @@ def test_pm_coverage_warning_names_the_holes_and_stays_quiet_when_covered() -> N
 
 def test_neighbour_kernels_are_left_out_by_stream_with_a_warning() -> None:
     """--contend-mode stream: the in-process neighbour's kernels are not the workload's."""
-    trace = FakeTrace(FakeClock())
+    trace = FakeTrace(StepClock())
 
     class Neighbour(FakeWorkload):
         def run(self, marker, plan):  # type: ignore[no-untyped-def]

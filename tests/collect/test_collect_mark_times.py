@@ -26,12 +26,12 @@ from perfdiff.schema.io import load_run_file, save_run_file
 from tests.collect.test_collect_boundary_marks import MARK_STREAM, FakeMarker
 from tests.collect.test_collect_session import (
     ENV,
-    FakeClock,
     FakeParams,
     FakeSampler,
     FakeTrace,
     FakeWorkload,
 )
+from tests.factories import StepClock
 
 
 class Counter:
@@ -255,7 +255,7 @@ def _collect(monkeypatch: pytest.MonkeyPatch, rate: float) -> tuple[object, Scal
     wall = WallClock()
     monkeypatch.setattr("perfdiff.collect.cycles.time",
                         types.SimpleNamespace(perf_counter_ns=wall.perf_counter_ns))
-    trace = FakeTrace(FakeClock(), with_api=False)
+    trace = FakeTrace(StepClock(), with_api=False)
     marker = ScaledMarker(trace, wall, rate)
     workload = FakeWorkload(FakeParams(kernels_per_cycle=2), trace)
     sources = Sources(trace=trace, samplers=[FakeSampler()], boundary_marker=marker)
@@ -286,7 +286,7 @@ def test_session_warns_when_records_run_at_another_rate(monkeypatch: pytest.Monk
 
 
 def test_session_without_marks_has_no_mark_columns() -> None:
-    trace = FakeTrace(FakeClock(), with_api=True)
+    trace = FakeTrace(StepClock(), with_api=True)
     workload = FakeWorkload(FakeParams(), trace)
     outcome = run_collection(workload, CyclePlan(measured=2, warmup=0), Sources(trace=trace), ENV,
                              CollectSettings(trace_api=True))
