@@ -157,19 +157,19 @@ class NvmlSampler:
         self.poll_once()  # one sample at the very end, so short runs still get two
         times = np.asarray(self._times, dtype=np.int64)
         values = np.asarray(self._values, dtype=np.float64).reshape(len(self._times), -1)
-        return [
-            MetricSeries(
-                name=q.name,
-                unit=q.unit,
-                source="nvml",
-                device=self._device,
-                timestamps_ns=times,
-                values=values[:, i].copy(),
-                interval_ns=None,
-            )
-            for i, q in enumerate(self._quantities)
-        ]
+        return nvml_series(self._device, times, values,
+                           [(q.name, q.unit) for q in self._quantities])
 
 
-__all__ = ["NvmlSampler", "NvmlUnavailable", "device_handle", "load_nvml", "read_row",
-           "working_quantities"]
+def nvml_series(device: int, times: Any, values: Any,
+                names_units: list[tuple[str, str]]) -> list[MetricSeries]:
+    """One series per quantity from a (samples, quantities) array of readings, whichever
+    sampler polled them."""
+    return [MetricSeries(name=name, unit=unit, source="nvml", device=device,
+                         timestamps_ns=times, values=np.array(values[:, i], dtype=np.float64),
+                         interval_ns=None)
+            for i, (name, unit) in enumerate(names_units)]
+
+
+__all__ = ["NvmlSampler", "NvmlUnavailable", "device_handle", "load_nvml", "nvml_series",
+           "read_row", "working_quantities"]

@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.collect.nvml import NvmlSampler, NvmlUnavailable
+from perfdiff.collect.inject.config import CONFIG_ENV
+from perfdiff.collect.nvml import NvmlSampler, NvmlUnavailable, nvml_series
 from perfdiff.schema.model import MetricSeries
 
 START_TIMEOUT_S = 20.0
 OFFSET_DRIFT_WARN_NS = 1_000_000
-_CONFIG_ENV = "PERFDIFF_INJECT_CONFIG"  # inject/config.py: the poller must not record itself
 
 
 def clock_offset_ns(clock_ns: Callable[[], int], reads: int = 7) -> int:
@@ -75,7 +75,7 @@ class NvmlProcessSampler:
         self._dir = tempfile.mkdtemp(prefix="perfdiff-nvml-")
         out = Path(self._dir) / "nvml.bin"
         env = dict(os.environ if self._env is None else self._env)
-        env.pop(_CONFIG_ENV, None)
+        env.pop(CONFIG_ENV, None)  # the poller must not record itself
         with open(Path(self._dir) / "stderr.txt", "wb") as err:
             self._proc = subprocess.Popen(  # no shell; our own module, our own arguments
                 [sys.executable, "-m", "perfdiff.collect.nvml_poller", "--index",
@@ -162,10 +162,7 @@ class NvmlProcessSampler:
         span = max(t1 - t0, 1)
         offset = o0 + np.rint((host - t0) * ((o1 - o0) / span)).astype(np.int64)
         times = host + offset
-        return [MetricSeries(name=name, unit=unit, source="nvml", device=self._device,
-                             timestamps_ns=times, values=rows["v"][:, i].astype(np.float64),
-                             interval_ns=None)
-                for i, (name, unit) in enumerate(zip(names, units, strict=True))]
+        return nvml_series(self._device, times, rows["v"], list(zip(names, units, strict=True)))
 
 
 class NvmlDefaultSampler:
