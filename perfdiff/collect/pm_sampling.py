@@ -47,7 +47,7 @@ from perfdiff.collect.settings import (
     DRAM_METRIC,
     TENSOR_METRIC,
 )
-from perfdiff.schema.model import MetricSeries
+from perfdiff.schema.model import CycleTable, MetricSeries
 
 # the one default (5 us overflowed the hardware buffer on the H200, see below)
 DEFAULT_INTERVAL_NS = DEFAULT_SAMPLE_INTERVAL_NS
@@ -431,6 +431,7 @@ __all__ = [
     "PmSampler",
     "PmSamplingUnavailable",
     "coverage_warning",
+    "pm_coverage_warnings",
 ]
 
 
@@ -461,3 +462,21 @@ def coverage_warning(ends_ns: Any, interval_ns: int, span: tuple[int, int]) -> s
             f"without samples, {(1 - covered) * (end - start) / 1e6:.1f} ms); kernels there have "
             "no PM values (lost while decoding them on the host; a larger --sample-interval-ns "
             "helps)")
+
+
+def pm_coverage_warnings(metrics: list[MetricSeries], cycles: CycleTable) -> list[str]:
+    """One warning per device whose PM samples leave part of the measured cycles uncovered."""
+    measured = ~cycles.warmup
+    if not measured.any():
+        return []
+    span = (int(cycles.start_ns[measured][0]), int(cycles.end_ns[measured][-1]))
+    out = []
+    seen: set[int] = set()
+    for series in metrics:
+        if series.source != "pm_sampling" or series.device in seen or not series.interval_ns:
+            continue
+        seen.add(series.device)
+        text = coverage_warning(series.timestamps_ns, series.interval_ns, span)
+        if text is not None:
+            out.append(text if series.device == 0 else f"GPU {series.device}: {text}")
+    return out

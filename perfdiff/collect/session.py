@@ -22,7 +22,7 @@ from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.overhead import UntracedCycles, with_hold
-from perfdiff.collect.pm_sampling import DEFAULT_METRICS, coverage_warning
+from perfdiff.collect.pm_sampling import DEFAULT_METRICS, pm_coverage_warnings
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.collect.settings import (
     DEFAULT_NVML_INTERVAL_MS,
@@ -34,7 +34,6 @@ from perfdiff.collect.workloads.base import CyclePlan, Workload
 from perfdiff.markers import RecorderMarker, set_active_recorder
 from perfdiff.schema.model import (
     Collection,
-    CycleTable,
     Environment,
     MetricSeries,
     Run,
@@ -181,24 +180,6 @@ def run_collection(
         extra_params or {}, untraced,
     )
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
-
-
-def pm_coverage_warnings(metrics: list[MetricSeries], cycles: CycleTable) -> list[str]:
-    """One warning per device whose PM samples leave part of the measured cycles uncovered."""
-    measured = ~cycles.warmup
-    if not measured.any():
-        return []
-    span = (int(cycles.start_ns[measured][0]), int(cycles.end_ns[measured][-1]))
-    out = []
-    seen: set[int] = set()
-    for series in metrics:
-        if series.source != "pm_sampling" or series.device in seen or not series.interval_ns:
-            continue
-        seen.add(series.device)
-        text = coverage_warning(series.timestamps_ns, series.interval_ns, span)
-        if text is not None:
-            out.append(text if series.device == 0 else f"GPU {series.device}: {text}")
-    return out
 
 
 def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: CycleLog,

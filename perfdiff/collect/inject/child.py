@@ -395,7 +395,7 @@ class ChildCollector:
         handover = handover_warning(raw.handovers, cycles)
         if handover is not None:
             self.warnings.append(handover)
-        from perfdiff.collect.session import pm_coverage_warnings
+        from perfdiff.collect.pm_sampling import pm_coverage_warnings
 
         self.warnings.extend(pm_coverage_warnings(list(metrics), cycles))
         run = Run(
