@@ -34,6 +34,9 @@ from perfdiff.cli.options import (
 # cost about a second.
 
 
+_D = CompareArgs  # the command's defaults are CompareArgs' (one place, both doors)
+
+
 @app.command()
 def compare(
     normal: Annotated[Path, typer.Argument(
@@ -48,20 +51,20 @@ def compare(
     output_format: Annotated[ReportFormat, typer.Option(
         "--format", help="markdown (the report), json (every number, full names, "
         "versioned envelope) or html (one self-contained file: the report, every row of the "
-        "detailed table sortable, the figures inline).")] = ReportFormat.markdown,
+        "detailed table sortable, the figures inline).")] = _D.output_format,
     top: Annotated[int, typer.Option(
-        "--top", min=0, help="Key findings described in prose.")] = 3,
+        "--top", min=0, help="Key findings described in prose.")] = _D.top,
     rows: Annotated[int, typer.Option(
-        "--rows", min=0, help="Rows of the detailed table in markdown (0: all).")] = 30,
-    alpha: Annotated[float, alpha_option("for the q-values")] = 0.05,
+        "--rows", min=0, help="Rows of the detailed table in markdown (0: all).")] = _D.rows,
+    alpha: Annotated[float, alpha_option("for the q-values")] = _D.alpha,
     threshold: Annotated[float, typer.Option(
         "--threshold", min=0.0, help="Practical threshold: a function's change of time per "
-        "cycle must exceed this % of cycle time to count.")] = 1.0,
+        "cycle must exceed this % of cycle time to count.")] = _D.threshold,
     run_cv_pct: Annotated[float, typer.Option(
         "--run-cv-pct", min=0.0, metavar="PCT",
         help="Run-to-run variation (CV, %) assumed for a side recorded in one run, which "
         "cannot show it; GPU idle: % of the cycle. Ignored with >= 2 runs per side (measured "
-        "there).")] = 2.0,
+        "there).")] = _D.run_cv_pct,
     fail_on_regression: Annotated[float | None, fail_on_regression_option(
         "the cycle time, or a function's time per cycle (as % of cycle time),")] = None,
     plots: Annotated[str | None, typer.Option(
@@ -74,9 +77,9 @@ def compare(
     force: Annotated[bool, typer.Option(
         "--force", help="Compare runs from different GPU models or workloads anyway.")] = False,
     label_normal: Annotated[str, typer.Option(
-        "--label-normal", help="Name of the NORMAL side in the report.")] = "normal",
+        "--label-normal", help="Name of the NORMAL side in the report.")] = _D.label_normal,
     label_abnormal: Annotated[str, typer.Option(
-        "--label-abnormal", help="Name of the ABNORMAL side in the report.")] = "abnormal",
+        "--label-abnormal", help="Name of the ABNORMAL side in the report.")] = _D.label_abnormal,
     cycle_range: Annotated[str | None, typer.Option(
         "--cycle-range", metavar="NAME", help="torch.profiler traces: cycles are the "
         "user_annotation (record_function) or gpu_user_annotation ranges named NAME instead "
