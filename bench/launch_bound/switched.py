@@ -8,13 +8,19 @@ also times a freshly started one (NVML poller spawn, PM configuration) and leave
 decodes a long run makes while it runs. Here every source is started once and stays
 configured; between two steps (untimed, after a synchronize) a mode switches sources:
 
-- ``untraced``: every CUPTI activity kind off, PM sampling paused, the NVML poller paused (the
-  samplers' ``pause()``, as perfdiff's own untraced cycles do), no marks.
+- ``untraced``: every CUPTI activity kind off, the NVML poller paused (``pause()``, as
+  perfdiff's own untraced cycles do), no marks, no PM sampling.
 - ``floor``: CUPTI CONCURRENT_KERNEL activity only (what any CUPTI kernel trace costs).
 - ``activity``: kernels, memcpy and memset, as perfdiff records them.
 - ``pm``: ``activity`` + marks + PM sampling (20 us, perfdiff's 2 metrics).
 - ``nvml``: ``activity`` + marks + the NVML poller (10 ms, its own process).
 - ``perfdiff``: activity + marks + PM + NVML: the full collector.
+
+PM sampling is the exception: CUPTI will not start it again once stopped, so a stretch of PM
+steps gets a PM sampler of its own, started (and afterwards decoded) outside the timed
+steps. The activity buffers completed during a step are decoded after it, as ``perfdiff
+collect`` does at a cycle's end (``RawIntake.defer``): ``step_ms`` is the step, and
+``with_end_ms`` the step plus that decode (the program's wall time pays both).
 
 Every round runs one step per mode (``--warm`` unmeasured steps after each switch first), the
 order rotated from round to round, so neighbouring steps of different modes see the same
@@ -22,9 +28,9 @@ machine. Per mode: the median over rounds of (mode's step / the round's untraced
 and of (mode - floor), with a 95 % interval of that median (bootstrap over rounds), raw and
 scaled by a core-speed calibration (tools.calibration_ms).
 
-A switch costs: activity kinds ~24 us each, PM sampling stop/start (CUPTI), one byte to the
-poller: all outside the timed step (each step's ``switch_ms`` records it). Records of every
-mode go into one trace; only counts are kept.
+A switch costs: activity kinds ~24 us each, a PM sampler's start or stop and decode, one byte
+to the poller: all outside the timed step (each step's ``switch_ms`` records it). Records of
+every mode go into one trace; only counts are kept.
 
 Usage: python bench/launch_bound/switched.py --program gpt2|tiny [--rounds 20] [--warm 1]
            [--modes untraced,floor,perfdiff] [--pin 3] [--json OUT]
@@ -81,16 +87,43 @@ class Switchboard:
         self.others = [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
         self.kinds = "all"
         self.marker = TorchBoundaryMarker(self.torch, 0)
-        self.log = CycleLog(clock_ns=self.trace.clock_ns, mark=self.marker.mark)
-        self.pm = PmSampler(DEFAULT_METRICS, DEFAULT_INTERVAL_NS, 0, self.trace.clock_ns)
-        self.pm.start()
-        self.pm_on = True
+        # as in perfdiff collect: buffers completed in a cycle are decoded when it ends
+        self.log = CycleLog(clock_ns=self.trace.clock_ns, mark=self.marker.mark,
+                            on_cycle_end=lambda done: self.trace.between_cycles())
+        self.pm_args = (DEFAULT_METRICS, DEFAULT_INTERVAL_NS, 0, self.trace.clock_ns)
+        self.pm: Any = None
+        self.pm_on = False
+        self.pm_samples = 0
+        self.pm_sessions = 0
+        self.pm_warnings: list[str] = []
+        self.pm_class = PmSampler
         lib = load_nvml()
         uuid = torch_device_info(self.torch, 0, lib).uuid or None
         self.nvml = NvmlProcessSampler(0, self.trace.clock_ns, 0.010, uuid)
         self.nvml.start()
         self.nvml_on = True
         self.marks = True
+
+    def _pm(self, on: bool) -> None:
+        """PM sampling cannot pause (CUPTI refuses to start it again once stopped), so each
+        stretch of PM steps gets a sampler of its own, started and decoded outside the timed
+        steps."""
+        if on:
+            self.pm = self.pm_class(*self.pm_args)
+            self.pm.start()
+            self.pm_sessions += 1
+        else:
+            series = self.pm.stop()
+            self.pm_samples += int(series[0].timestamps_ns.size) if series else 0
+            self.pm_warnings.extend(self.pm.warnings)
+            self.pm = None
+        self.pm_on = on
+
+    def between(self) -> None:
+        """After a step without marks: what the end of a cycle does (decode the buffers)."""
+        between = getattr(self.trace, "between_cycles", None)
+        if between is not None:
+            between()
 
     def switch(self, mode: str) -> None:
         kinds, marks, pm, nvml = SWITCHES[mode]
@@ -108,17 +141,15 @@ class Switchboard:
                     self.cupti.activity_enable(kind)
             self.kinds = kinds
         if pm != self.pm_on:
-            (self.pm.resume if pm else self.pm.pause)()
-            self.pm_on = pm
+            self._pm(pm)
         if nvml != self.nvml_on:
             (self.nvml.resume if nvml else self.nvml.pause)()
             self.nvml_on = nvml
         self.marks = marks
 
     def stop(self) -> dict[str, Any]:
-        self.switch("perfdiff")
+        self.switch("activity")
         self.torch.cuda.synchronize()
-        pm = self.pm.stop()
         nvml = self.nvml.stop()
         raw = self.trace.stop()
         cols = raw.as_columns()
@@ -126,10 +157,10 @@ class Switchboard:
         return {"kernels": int(cols.kernels.size), "memcpy": int(cols.memcpy.size),
                 "memset": int(cols.memset.size), "dropped": raw.dropped_records,
                 "buffers": len(holds), "hold_ms_max": round(holds[-1] / 1e6, 3) if holds else 0,
-                "pm_samples": int(pm[0].timestamps_ns.size) if pm else 0,
-                "pm_decodes_while_running": sum(1 for e in self.pm.decode_log if e[8]),
+                "between_cycles_ms": round(raw.deferred_ns / 1e6, 3),
+                "pm_samples": self.pm_samples, "pm_sessions": self.pm_sessions,
                 "nvml_samples": int(nvml[0].timestamps_ns.size) if nvml else 0,
-                "warnings": self.trace.warnings + self.pm.warnings + self.nvml.warnings}
+                "warnings": self.trace.warnings + self.pm_warnings + self.nvml.warnings}
 
 
 def run(board: Switchboard, step: Callable[[], None], modes: list[str], rounds: int,
@@ -156,10 +187,14 @@ def run(board: Switchboard, step: Callable[[], None], modes: list[str], rounds: 
             step()
             wall, cpu = time.perf_counter_ns() - t0, time.thread_time_ns() - c0
             if board.marks:
-                board.log.end_cycle()
+                board.log.end_cycle()  # and the buffers' decode (on_cycle_end)
+            else:
+                board.between()
+            after = time.perf_counter_ns() - t0
             cal = (before + calibration_ms()) / 2
             steps.append({"round": r, "mode": mode, "step_ms": wall / 1e6, "cpu_ms": cpu / 1e6,
-                          "calibration_ms": cal, "switch_ms": switch_ms})
+                          "with_end_ms": after / 1e6, "calibration_ms": cal,
+                          "switch_ms": switch_ms})
         print(f"round {r}: " + " ".join(f"{s['mode']} {s['step_ms']:.1f}"
                                         for s in steps if s["round"] == r), flush=True)
     cals = sorted(s["calibration_ms"] for s in steps)
@@ -247,7 +282,7 @@ def main() -> int:
               "modes": modes, "gpu": torch.cuda.get_device_name(0), "wall_s": round(wall_s, 1),
               "pin": None if pin is None else [sorted(c) for c in pin], "recorded": recorded,
               **{f"summary_{key[:-3]}": summarise(steps, modes, key)
-                 for key in ("step_ms", "scaled_ms", "cpu_ms")}, "steps": steps}
+                 for key in ("step_ms", "scaled_ms", "cpu_ms", "with_end_ms")}, "steps": steps}
     print(json.dumps({k: v for k, v in result.items() if k != "steps"}, indent=1))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

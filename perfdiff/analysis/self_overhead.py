@@ -100,7 +100,7 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
             f"(95 % interval {found.low_pct:+.1f} to {found.high_pct:+.1f} %): median cycle "
             f"{found.traced_median_ms:.3f} ms traced vs {found.untraced_median_ms:.3f} ms in "
             f"{found.untraced_cycles} untraced cycle(s) ({found.traced_cycles} traced); "
-            f"{_what_it_covers(run_file)}"
+            f"{_what_it_covers(run_file)}{_between_cycles(run_file)}"
         )
     held = 0
     longest = 0
@@ -135,6 +135,18 @@ def _what_it_covers(run_file: RunFile) -> str:
                 "cycles too: the whole collector's cost")
     return (f"{' and '.join(running)} ran in both, so "
             f"{'its' if len(running) == 1 else 'their'} cost is not in this figure")
+
+
+def _between_cycles(run_file: RunFile) -> str:
+    """The decoding perfdiff did between cycles (``intake_between_cycles_ms``), per cycle:
+    outside every cycle, so in no cycle time and not in the figure, but the program's wall
+    time holds it."""
+    total = run_file.workload.params.get("intake_between_cycles_ms")
+    cycles = sum(int(run.cycles.index.size) for run in run_file.runs)
+    if not isinstance(total, (int, float)) or total <= 0 or cycles == 0:
+        return ""
+    return (f"; between cycles perfdiff also spent {total / cycles:.2f} ms per cycle decoding "
+            "CUPTI's records, which no cycle time holds")
 
 
 def held_cycles(cycles: CycleTable) -> np.ndarray | None:

@@ -105,6 +105,17 @@ class CuptiActivityBackend:
         if self._trace_api:
             self._restrict_api_records()
 
+    def between_cycles(self) -> None:
+        """A cycle has ended (``CycleLog.on_cycle_end``): decode the buffers completed since,
+        now, on the program's thread, outside every cycle; and from now on keep completed
+        buffers for this call instead of decoding them as CUPTI hands them over
+        (``RawIntake.defer``). Why only once a cycle has ended: a program whose cycles are
+        found at exit (or cut into fixed windows) never calls this, and its buffers are
+        decoded as they come, never piled up."""
+        if self.intake is not None:
+            self.intake.defer = True
+            self.intake.decode_pending()
+
     def pause(self) -> None:
         """Switch every enabled activity kind off (an untraced cycle: overhead.py)."""
         for kind in self._enabled:
@@ -183,6 +194,7 @@ class CuptiActivityBackend:
         if intake is not None:
             raw.columns = intake.columns()
             raw.handovers = list(intake.handovers)
+            raw.deferred_ns = intake.deferred_ns
             self.warnings.extend(dict.fromkeys(intake.errors))
             intake.chunks = []
         return raw

@@ -14,11 +14,12 @@ statistic sees it. Kernels launched near a switch: a kernel launched before the 
 (in the previous cycle, or between cycles) was enabled when launched and is recorded in
 full, with its launch cycle; kernels launched while tracing is off are not recorded at all
 (they would belong to the untraced cycle, which has none by design); launches after the
-switch-on are recorded as usual. The PM and NVML samplers that have started pause with it
-(PM sampling stopped, the NVML poller told to skip its polls), so an untraced cycle runs with
-none of the collector and the figure is the whole collector's cost, as the launch-bound
-benchmark measures it (bench/launch_bound/switched.py); their series have no samples there,
-which no statistic needs (an untraced cycle has no kernels).
+switch-on are recorded as usual. Samplers that can pause do so with it (the NVML poller skips
+its polls: ``pause()``/``resume()``), so their cost is in the figure too; their series have no
+samples there, which no statistic needs (an untraced cycle has no kernels). PM sampling cannot
+pause: CUPTI 13.4 refuses to start PM sampling again once stopped (``cuptiPmSamplingStart``
+answered ERROR_UNKNOWN on the H100, 2026-11-25), so it runs through untraced cycles and its
+cost is not in the figure (the report says which samplers were paused: ``params``).
 The benchmark workloads (``Workload.untraced_cycles = False``: rmsnorm, linalg) trace every
 cycle: each is a sample of a case, and the in-situ cross-check pairs every one with events.
 """
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.records import RawTrace
 from perfdiff.collect.settings import DEFAULT_UNTRACED_EVERY
 from perfdiff.schema.model import CycleTable
 
@@ -147,6 +149,15 @@ class UntracedCycles:
             return table  # a table not cut from this log (fixed windows): nothing to mark
         warmup = np.asarray(table.warmup, dtype=np.bool_) | (traced == 0)
         return dataclasses.replace(table, traced=traced, warmup=warmup)
+
+
+def intake_params(raw: RawTrace) -> dict[str, Any]:
+    """The run file's record of the decoding done between cycles (workload params
+    ``intake_between_cycles_ms``, CPU ms over the whole run), which no cycle's time holds:
+    the report adds it to the overhead note (``analysis/self_overhead.py``). {} when none."""
+    if not raw.deferred_ns:
+        return {}
+    return {"intake_between_cycles_ms": round(raw.deferred_ns / 1e6, 3)}
 
 
 def with_hold(table: CycleTable, handovers: list[tuple[int, int, int]]) -> CycleTable:

@@ -42,6 +42,10 @@ from perfdiff.collect.decode import (
 # 2 MiB) cost ~9 us per same-kind run: a 2 MiB buffer held the interpreter 14-26 ms there
 # (H100, scripts/gpu/pm_probe.py); 256 KiB keeps a hand-over near 3 ms at worst.
 BUFFER_BYTES = 256 * 1024
+# With ``defer``: completed buffers kept undecoded until the program's cycle ends, up to this
+# much (16 buffers; a GPT-2 generate step of ~9,000 launches fills ~8); past it a hand-over
+# decodes everything waiting, as without ``defer``: memory and that one hold stay bounded.
+MAX_PENDING_BYTES = 4 * 1024 * 1024
 _REQUEST = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p),
                             ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t))
 _COMPLETE = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
@@ -100,11 +104,17 @@ class RawIntake:
         self._lent: dict[int, np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._pool: list[np.ndarray[Any, np.dtype[np.uint8]]] = []
         self._lock = threading.Lock()
+        self._decoding = threading.RLock()  # take() from CUPTI's thread or the program's
         self.chunks: list[TraceColumns] = []
         self.records = 0
         self.bytes_taken = 0
         self.handovers: list[tuple[int, int, int]] = []  # (start, end, records), trace clock
         self.errors: list[str] = []
+        # decode deferred to decode_pending() (the end of a cycle): buffers waiting, their bytes
+        self.defer = False
+        self._pending: list[tuple[np.ndarray[Any, np.dtype[np.uint8]], int]] = []
+        self._pending_bytes = 0
+        self.deferred_ns = 0  # CPU time decode_pending() took, all calls
         # ctypes must keep the function objects alive as long as CUPTI may call them
         self._request_cb = _REQUEST(self._on_request)
         self._complete_cb = _COMPLETE(self._on_complete)
@@ -136,24 +146,71 @@ class RawIntake:
 
     def _on_complete(self, context: Any, stream_id: int, buffer: Any, size: int,
                      valid: int) -> None:
-        """A buffer is full or flushed: decode it into columns, give it back to the pool."""
+        """A buffer is full or flushed: decode it into columns, give it back to the pool; or,
+        with ``defer``, keep it for :meth:`decode_pending` while few enough bytes wait."""
         started = self._clock_ns()
         cpu = time.thread_time_ns()
         with self._lock:
             array = self._lent.pop(int(buffer or 0), None)
+            if array is not None and self.defer and valid \
+                    and self._pending_bytes + int(valid) <= MAX_PENDING_BYTES:
+                self._pending.append((array, int(valid)))
+                self._pending_bytes += int(valid)
+                array = None
+                parked = True
+            else:
+                parked = False
+        if parked:
+            self.handovers.append((started, started + time.thread_time_ns() - cpu, 0))
+            return
         if array is None:
             self.errors.append("CUPTI completed a buffer perfdiff did not hand out; ignored")
             return
-        count = 0
-        try:
-            if valid:
-                count = self.take(array, int(valid))
-        except Exception as exc:  # never into CUPTI's thread: the run file says it
-            self.errors.append(f"an activity buffer was not decoded ({exc})")
-        finally:
-            with self._lock:
-                self._pool.append(array)
+        with self._decoding:
+            count = self._decode_waiting()
+            try:
+                if valid:
+                    count += self.take(array, int(valid))
+            except Exception as exc:  # never into CUPTI's thread: the run file says it
+                self.errors.append(f"an activity buffer was not decoded ({exc})")
+            finally:
+                with self._lock:
+                    self._pool.append(array)
         self.handovers.append((started, started + time.thread_time_ns() - cpu, count))
+
+    def decode_pending(self) -> int:
+        """Decode the buffers kept by ``defer``; the records they held.
+
+        Why: called where the program's cycle has ended (``CycleLog.on_cycle_end``), on the
+        program's thread, so the decode lands between cycles, not inside one: a GPT-2
+        ``generate`` step of ~9,000 launches otherwise held the interpreter 8-22 ms inside its
+        ~365 ms (H100, 2026-11-25). The time it takes is a hand-over too (outside every cycle
+        when called between them) and is summed in ``deferred_ns``."""
+        if not self._pending:
+            return 0
+        started = self._clock_ns()
+        cpu = time.thread_time_ns()
+        count = self._decode_waiting()
+        taken = time.thread_time_ns() - cpu
+        self.deferred_ns += taken
+        self.handovers.append((started, started + taken, count))
+        return count
+
+    def _decode_waiting(self) -> int:
+        """Decode every parked buffer, oldest first, and give it back to the pool."""
+        count = 0
+        with self._decoding:
+            with self._lock:
+                waiting, self._pending, self._pending_bytes = self._pending, [], 0
+            for array, valid in waiting:
+                try:
+                    count += self.take(array, valid)
+                except Exception as exc:
+                    self.errors.append(f"an activity buffer was not decoded ({exc})")
+                finally:
+                    with self._lock:
+                        self._pool.append(array)
+        return count
 
     def take(self, array: np.ndarray[Any, np.dtype[np.uint8]], valid: int) -> int:
         """Decode ``array[:valid]`` into a chunk; the number of records it held."""
@@ -176,6 +233,7 @@ class RawIntake:
 
     def columns(self) -> TraceColumns:
         """Everything taken in so far, names resolved (call once CUPTI is flushed)."""
+        self._decode_waiting()
         out = concat(self.chunks) if self.chunks else TraceColumns()
         self.chunks = [out] if self.chunks else []
         out.names = resolve_names(out.kernels["name_key"], out.names)

@@ -65,6 +65,8 @@ class RawTrace:
     handovers: list[tuple[int, int, int]] = field(default_factory=list)
     # records decoded from CUPTI's buffers (raw_intake.py); the lists above stay empty then
     columns: TraceColumns | None = None
+    # CPU time spent decoding buffers between cycles (RawIntake.decode_pending), in ns
+    deferred_ns: int = 0
 
     def as_columns(self) -> TraceColumns:
         """Every record, columnar: the decoded columns, then the tuples."""

@@ -21,7 +21,7 @@ from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.handovers import handover_warning
-from perfdiff.collect.overhead import UntracedCycles, with_hold
+from perfdiff.collect.overhead import UntracedCycles, intake_params, with_hold
 from perfdiff.collect.pm_sampling import DEFAULT_METRICS, pm_coverage_warnings
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.collect.settings import (
@@ -108,6 +108,7 @@ def run_collection(
     trace = sources.trace
     # workloads idle between cycles: when the trace was last drained (emptied after a failure)
     drained = [time.monotonic()] if workload.idle_between_cycles else []
+    between = getattr(trace, "between_cycles", None)
 
     def on_cycle_end(done: int) -> None:
         # Between two cycles of a workload that ends each one with the GPU idle: take in the
@@ -115,6 +116,8 @@ def run_collection(
         # into records (~0.5 s holding the interpreter) while a cycle runs.
         if drained and time.monotonic() - drained[0] >= DRAIN_EVERY_S:
             drain()
+        if between is not None:  # buffers completed in the cycle, decoded now (raw_intake.py)
+            between()
         if progress is not None:
             progress(done, trace.records_so_far())
 
@@ -307,7 +310,8 @@ def _build_run_file(
         dropped_records=stopped.raw.dropped_records,
     )
     params = {**workload.params.to_json(), "cycles": plan.measured, "warmup": plan.warmup,
-              **extra_params, **(untraced.params() if untraced is not None else {})}
+              **extra_params, **(untraced.params() if untraced is not None else {}),
+              **intake_params(stopped.raw)}
     sampled = {m.source for m in stopped.metrics}
     source_names = tuple(
         name for name in sources.source_names()

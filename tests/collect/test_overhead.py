@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class _Sampler(_Trace):
 
 
 class _Broken:
-    name = "nvml"
+    name = "pm_sampling"
 
     def pause(self) -> None:
         raise RuntimeError("poller gone")
@@ -83,7 +84,7 @@ def test_samplers_started_later_pause_and_resume_with_the_untraced_cycle() -> No
     samplers: list[object] = []
     untraced = UntracedCycles(4, _Trace(), log, samplers)
     assert untraced.params() == {}
-    pm = _Sampler("pm_sampling")
+    pm = _Sampler("nvml")
     seen = []
     for i in range(8):
         if i == 1:
@@ -94,9 +95,9 @@ def test_samplers_started_later_pause_and_resume_with_the_untraced_cycle() -> No
         assert pm.on
     assert seen == [True, True, True, False, True, True, True, False]
     assert pm.switches == [False, True, False, True]
-    assert untraced.errors == ["pausing nvml for an untraced cycle failed (RuntimeError: "
+    assert untraced.errors == ["pausing pm_sampling for an untraced cycle failed (RuntimeError: "
                                "poller gone); it kept sampling there"]
-    assert untraced.params() == {"untraced_pause": ["cupti_activity", "pm_sampling"]}
+    assert untraced.params() == {"untraced_pause": ["cupti_activity", "nvml"]}
 
 
 def test_off_and_backends_without_pause_trace_every_cycle() -> None:
@@ -188,3 +189,20 @@ def test_the_overhead_sets_each_untraced_cycle_against_its_neighbours() -> None:
     untraced_all = np.asarray(durations)[np.asarray(traced) == 0]
     pooled = 100 * (np.median(traced_all) / np.median(untraced_all) - 1)
     assert pooled < 5  # what the pooled figure would have said
+
+
+def test_the_note_says_what_the_figure_covers_and_the_decoding_between_cycles() -> None:
+    import dataclasses
+
+    rf: Any = _with_cycles([10.0, 10.0, 8.0, 10.0, 10.0], [1, 1, 0, 1, 1])
+    rf = dataclasses.replace(rf, collection=dataclasses.replace(
+        rf.collection, sources=("cupti_activity", "pm_sampling", "nvml")))
+    (old,) = self_overhead_notes(rf, "a")  # recorded before samplers paused
+    assert "PM sampling and NVML sampling ran in both, so their cost" in old
+    assert "between cycles" not in old
+    rf = dataclasses.replace(rf, workload=dataclasses.replace(rf.workload, params={
+        "untraced_pause": ["cupti_activity", "nvml"], "intake_between_cycles_ms": 12.5}))
+    (new,) = self_overhead_notes(rf, "a")
+    assert "+25.0 %" in new
+    assert "PM sampling ran in both, so its cost is not in this figure" in new
+    assert "between cycles perfdiff also spent 2.50 ms per cycle decoding" in new

@@ -45,7 +45,7 @@ from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
-from perfdiff.collect.overhead import UntracedCycles, with_hold
+from perfdiff.collect.overhead import UntracedCycles, intake_params, with_hold
 from perfdiff.collect.program_marks import attach_marker, launches_from_marks
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
 from perfdiff.markers import set_active_recorder
@@ -113,7 +113,9 @@ class ChildCollector:
         self.config = config
         self.trace = trace
         self.rank = _env_int("RANK")
-        self.log = CycleLog(clock_ns=trace.clock_ns)
+        # buffers CUPTI completes inside a cycle are decoded once it ends (raw_intake.py)
+        self.log = CycleLog(clock_ns=trace.clock_ns,
+                            on_cycle_end=_between_cycles(trace))
         self.samplers: list[MetricSampler] = []
         self.untraced = UntracedCycles(0 if config.cycle_ms else config.untraced_every, trace,
                                        self.log, self.samplers)
@@ -419,12 +421,23 @@ class ChildCollector:
             ),
             workload=Workload(name=program_name(self.config.command),
                               params={**program_params(self.config, self.cycles_from),
-                                      **self.untraced.params()},
+                                      **self.untraced.params(), **intake_params(raw)},
                               command=self.config.command),
             strings=tuple(strings.names),
             runs=(run,),
             created_unix_s=round(time.time(), 3),
         )
+
+
+def _between_cycles(trace: TraceBackend) -> Any:
+    """``CycleLog.on_cycle_end`` for ``trace``: its ``between_cycles``, if it has one."""
+    between = getattr(trace, "between_cycles", None)
+    if between is None:
+        return None
+
+    def on_cycle_end(done: int) -> None:
+        between()
+    return on_cycle_end
 
 
 def _register_before_atexit(func: Any) -> None:

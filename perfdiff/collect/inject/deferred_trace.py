@@ -128,6 +128,11 @@ class DeferredTrace:
         if self._real is not None:
             self._real.drain()
 
+    def between_cycles(self) -> None:
+        between = getattr(self._real, "between_cycles", None)
+        if between is not None:
+            between()
+
     def pause(self) -> None:
         with self._lock:
             self._paused = True
