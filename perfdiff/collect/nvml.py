@@ -133,7 +133,15 @@ class NvmlSampler:
         self._times: list[int] = []
         self._values: list[list[float]] = []
         self._stop = threading.Event()
+        self._paused = False
         self._thread: threading.Thread | None = None
+
+    def pause(self) -> None:
+        """Skip polls until :meth:`resume` (an untraced cycle: ``overhead.py``)."""
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
 
     def poll_once(self) -> None:
         """Read every working quantity once (NaN where a read fails now)."""
@@ -143,7 +151,8 @@ class NvmlSampler:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.poll_once()
+            if not self._paused:
+                self.poll_once()
             self._stop.wait(self._interval_s)
 
     def start(self) -> None:

@@ -12,7 +12,9 @@ CLOCK_MONOTONIC, the same clock in every process of the host) and one ``<d`` per
 (NaN where a read failed). The poller stops on SIGTERM (the parent's stop), or when its
 standard input closes or its parent changes (the parent died), after one last row. SIGTERM
 rather than closing the pipe: a program that forks workers (DataLoader) hands them the
-pipe's write end too, and the pipe would then never close.
+pipe's write end too, and the pipe would then never close. A byte ``p`` on standard input
+pauses the polling (no reads, no rows) and ``r`` resumes it: the parent's untraced cycles
+(``perfdiff/collect/overhead.py``) measure the program without any of the collector.
 """
 
 from __future__ import annotations
@@ -51,19 +53,38 @@ def main(argv: list[str] | None = None) -> int:
               "warnings": warnings}
     row = struct.Struct("<q" + "d" * len(working))
     parent = os.getppid()
+    paused = False
     try:
         os.write(fd, (json.dumps(header) + "\n").encode())
         while True:
-            os.write(fd, row.pack(time.perf_counter_ns(), *read_row(working, nv, handle)))
-            ready, _, _ = select.select([sys.stdin], [], [], args.interval_s)
-            if (ready and not os.read(sys.stdin.fileno(), 4096)) or os.getppid() != parent:
-                break  # stdin closed or the parent gone: it died
+            if not paused:
+                os.write(fd, row.pack(time.perf_counter_ns(), *read_row(working, nv, handle)))
+            ready, _, _ = select.select([sys.stdin], [], [],
+                                        PAUSED_CHECK_S if paused else args.interval_s)
+            if ready:
+                data = os.read(sys.stdin.fileno(), 4096)
+                if not data:
+                    break  # stdin closed: the parent died
+                paused = _paused_after(data, paused)
+            if os.getppid() != parent:
+                break  # the parent gone
     except _Stopped:
         pass
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.write(fd, row.pack(time.perf_counter_ns(), *read_row(working, nv, handle)))
     os.close(fd)
     return 0
+
+
+PAUSED_CHECK_S = 1.0  # while paused, how often to check that the parent is still there
+
+
+def _paused_after(data: bytes, paused: bool) -> bool:
+    """The pause state after the commands in ``data`` (the last ``p`` or ``r`` wins)."""
+    for byte in reversed(data):
+        if byte in b"pr":
+            return byte == ord("p")
+    return paused
 
 
 class _Stopped(Exception):

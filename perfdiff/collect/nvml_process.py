@@ -126,6 +126,17 @@ class NvmlProcessSampler:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 
+    def pause(self) -> None:
+        """Stop polling until :meth:`resume` (an untraced cycle: ``overhead.py``)."""
+        self._command(b"p")
+
+    def resume(self) -> None:
+        self._command(b"r")
+
+    def _command(self, byte: bytes) -> None:
+        if self._proc is not None and self._proc.stdin is not None:
+            os.write(self._proc.stdin.fileno(), byte)
+
     def stop(self) -> list[MetricSeries]:
         """Stop the poller (its last row comes now) and return the series on the trace clock."""
         if self._proc is None or self._dir is None:
@@ -199,6 +210,14 @@ class NvmlDefaultSampler:
         thread.warnings.append(f"{reason}; NVML polled from a thread of this process instead")
         thread.start()
         self._inner, self.mode = thread, "thread"
+
+    def pause(self) -> None:
+        if self._inner is not None:
+            self._inner.pause()
+
+    def resume(self) -> None:
+        if self._inner is not None:
+            self._inner.resume()
 
     def stop(self) -> list[MetricSeries]:
         if self._inner is None:

@@ -14,8 +14,11 @@ statistic sees it. Kernels launched near a switch: a kernel launched before the 
 (in the previous cycle, or between cycles) was enabled when launched and is recorded in
 full, with its launch cycle; kernels launched while tracing is off are not recorded at all
 (they would belong to the untraced cycle, which has none by design); launches after the
-switch-on are recorded as usual. The PM and NVML samplers keep running (their cost is part of
-what the traced cycles pay, and what the untraced ones do not pay is only the activity).
+switch-on are recorded as usual. The PM and NVML samplers that have started pause with it
+(PM sampling stopped, the NVML poller told to skip its polls), so an untraced cycle runs with
+none of the collector and the figure is the whole collector's cost, as the launch-bound
+benchmark measures it (bench/launch_bound/switched.py); their series have no samples there,
+which no statistic needs (an untraced cycle has no kernels).
 The benchmark workloads (``Workload.untraced_cycles = False``: rmsnorm, linalg) trace every
 cycle: each is a sample of a case, and the in-situ cross-check pairs every one with events.
 """
@@ -40,11 +43,16 @@ class UntracedCycles:
     every: int
     trace: Any  # a TraceBackend with pause() / resume()
     log: CycleLog
+    # the samplers started so far (the caller's own list: samplers that start later count)
+    samplers: list[Any] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)  # log positions of untraced cycles
     errors: list[str] = field(default_factory=list)
     _measured: int = 0
     _paused: bool = False
     _mark: Any = None
+    _paused_samplers: list[Any] = field(default_factory=list)
+    _ever_paused: set[str] = field(default_factory=set)
+    _switch_failed: bool = False  # tracing could not be switched: no more untraced cycles
 
     def __post_init__(self) -> None:
         usable = self.every >= 2 and callable(getattr(self.trace, "pause", None))
@@ -69,7 +77,7 @@ class UntracedCycles:
     def before_begin(self, warmup: bool) -> None:
         if self._paused:  # the previous cycle ended without completing
             self.after_end()
-        if warmup or self.errors:
+        if warmup or self._switch_failed:
             return
         self._measured += 1
         if self._measured % self.every:
@@ -78,21 +86,55 @@ class UntracedCycles:
             self.trace.pause()
         except Exception as exc:  # a switch that fails stops the untraced cycles, not the run
             self.errors.append(f"switching tracing off failed ({type(exc).__name__}: {exc})")
+            self._switch_failed = True
             return
         self._paused = True
         self._mark, self.log.mark = self.log.mark, None
         self.positions.append(len(self.log.starts))
+        self._paused_samplers = []
+        for sampler in self.samplers:
+            if not callable(getattr(sampler, "pause", None)):
+                continue
+            try:
+                sampler.pause()
+            except Exception as exc:  # that sampler keeps running: its cost stays in the figure
+                error = (f"pausing {getattr(sampler, 'name', 'a sampler')} for an untraced "
+                         f"cycle failed ({type(exc).__name__}: {exc}); it kept sampling there")
+                if error not in self.errors:
+                    self.errors.append(error)
+                continue
+            self._paused_samplers.append(sampler)
+            self._ever_paused.add(str(getattr(sampler, "name", "sampler")))
 
     def after_end(self) -> None:
         if not self._paused:
             return
         self._paused = False
         self.log.mark = self._mark
+        for sampler in self._paused_samplers:
+            try:
+                sampler.resume()
+            except Exception as exc:
+                error = (f"resuming {getattr(sampler, 'name', 'a sampler')} after an untraced "
+                         f"cycle failed ({type(exc).__name__}: {exc}); its samples after it "
+                         "may be missing")
+                if error not in self.errors:
+                    self.errors.append(error)
+        self._paused_samplers = []
         try:
             self.trace.resume()
         except Exception as exc:
             self.errors.append(f"switching tracing on again failed ({type(exc).__name__}: "
                                f"{exc}); kernels after it are missing")
+            self._switch_failed = True
+
+    def params(self) -> dict[str, Any]:
+        """The run file's record of what the untraced cycles switched off (workload params
+        ``untraced_pause``), so the report can say what its overhead figure covers; {} when
+        no cycle was left untraced."""
+        if not self.positions:
+            return {}
+        return {"untraced_pause": ["cupti_activity", *sorted(self._ever_paused)]}
 
     def apply(self, table: CycleTable) -> CycleTable:
         """``table`` with ``traced`` set (and untraced cycles flagged warm-up)."""

@@ -125,6 +125,10 @@ class PmSampler:
         self._images: list[tuple[Any, int]] = []
         self._buffer_bytes = HARDWARE_BUFFER_BYTES
         self._decoded_until = 0  # end of the last decoded sample (trace clock)
+        # pause(): when sampling was stopped (None: running), and the time spent paused since
+        # the last decode (no samples arrive then: the backlog estimate leaves it out)
+        self._paused_at: int | None = None
+        self._paused_ns = 0
         self._image_sample_bytes: int | None = None
         # one entry per decode call: (host ns before, host ns taken, image capacity, samples
         # decoded, first and last sample end, overflow, stop reason, from the drain thread)
@@ -213,6 +217,7 @@ class PmSampler:
         self._drain_error = None
         self._overflowed = False
         self._stop_drain = threading.Event()
+        self._paused_at, self._paused_ns = None, 0
         self._collector.start()
         self._decoded_until = int(self._clock_ns())
         # Ours to tear down, in stop(): never from the interpreter's exit hook (module docstring).
@@ -223,6 +228,22 @@ class PmSampler:
         self._drainer = threading.Thread(target=self._drain_loop, name="perfdiff-pm-drain",
                                          daemon=True)
         self._drainer.start()
+
+    def pause(self) -> None:
+        """Stop sampling until :meth:`resume` (an untraced cycle: ``overhead.py``); the
+        samples so far stay in the hardware buffer. Waits for a decode in progress: CUPTI's
+        PM sampling object is not to be stopped while it decodes."""
+        with self._lock:
+            if self._paused_at is None:
+                self._collector.stop()
+                self._paused_at = int(self._clock_ns())
+
+    def resume(self) -> None:
+        with self._lock:
+            if self._paused_at is not None:
+                self._collector.start()
+                self._paused_ns += int(self._clock_ns()) - self._paused_at
+                self._paused_at = None
 
     def _drain_loop(self) -> None:
         """Decode while the run goes on only when the hardware buffer is filling up.
@@ -247,7 +268,9 @@ class PmSampler:
 
     def _backlog(self) -> int:
         """Samples not decoded yet, estimated from the trace clock."""
-        return max(0, (int(self._clock_ns()) - self._decoded_until) // self._interval_ns)
+        now = int(self._clock_ns())
+        paused = self._paused_ns + (now - self._paused_at if self._paused_at is not None else 0)
+        return max(0, (now - self._decoded_until - paused) // self._interval_ns)
 
     def _decode_available(self) -> None:
         """Decode everything the hardware holds, into images sized to hold all of it.
@@ -283,6 +306,7 @@ class PmSampler:
                     last = self._sample_end(image, completed - 1)
                     self._images.append((image, completed))
                     self._decoded_until = max(self._decoded_until, last)
+                    self._paused_ns = 0
                 self.decode_log.append((began, taken, capacity, completed, first, last,
                                         bool(params.overflow), reason, drainer))
                 if reason != full:
@@ -343,7 +367,9 @@ class PmSampler:
             if self._drainer.is_alive():
                 raise RuntimeError("the PM drain thread did not finish within 30 s")
         self._check_alive()
-        self._collector.stop()
+        if self._paused_at is None:
+            self._collector.stop()
+        self._paused_at = None
         try:
             try:
                 # also after a failed decode while running (CUPTI ran out of memory once in a

@@ -145,7 +145,7 @@ def run_collection(
                    on_cycle_begin=on_cycle_begin,
                    mark=marker.mark if marker is not None else None)
     every = settings.untraced_every if workload.untraced_cycles else 0
-    untraced = UntracedCycles(every, trace, log)
+    untraced = UntracedCycles(every, trace, log, started)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None
@@ -307,7 +307,7 @@ def _build_run_file(
         dropped_records=stopped.raw.dropped_records,
     )
     params = {**workload.params.to_json(), "cycles": plan.measured, "warmup": plan.warmup,
-              **extra_params}
+              **extra_params, **(untraced.params() if untraced is not None else {})}
     sampled = {m.source for m in stopped.metrics}
     source_names = tuple(
         name for name in sources.source_names()

@@ -3,7 +3,8 @@
 # program, the GPT-2 in-process bench (torch.profiler last), the stream, gpt-infer overhead,
 # the GPU test suite. Writes $OUT/log and $OUT/results.tgz.
 # usage (repo root, wheels on PYTHONPATH): OUT=/tmp/out bash scripts/gpu/intake2.sh [STEP...]
-#   steps: env probe user gpt2 stream overhead tests pmorder parts topo decode (default: env probe user
+#   steps: env probe user gpt2 stream overhead tests pmorder parts topo decode nvmlcost switched
+#   (default: env probe user
 #   gpt2 stream overhead)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,7 +32,7 @@ step_probe() {
 }
 step_user() {
   # PM in a user program (issue 13 item 2) and the self-measured overhead of the GPT-2 program
-  run timeout 150 "${PD[@]}" collect --cycle-range step --warmup 3 -q -o "$R/gpt2-sdpa.json.gz" -- \
+  run timeout 150 "${PD[@]}" collect --cycle-range step --warmup 3 -q ${USER_ARGS:-} -o "$R/gpt2-sdpa.json.gz" -- \
     "$PY" bench/launch_bound/gpt2_program.py --attn sdpa --steps ${USER_STEPS:-43}
   run "$PY" - "$R/gpt2-sdpa.json.gz" <<'PYEOF'
 import sys
@@ -74,6 +75,16 @@ step_stream() {
 }
 step_overhead() {
   run timeout 120 "$PY" bench/overhead.py --alternate 10 --cycles 50 --modes perfdiff --json "$R/overhead.json"
+}
+step_nvmlcost() {  # each NVML read's latency on this GPU
+  run timeout 60 "$PY" scripts/gpu/nvml_cost_probe.py --json "$R/nvml-cost.json"
+}
+step_switched() {  # the collector started once, its parts switched step by step
+  for p in ${SWITCHED_PROGRAMS:-gpt2 tiny}; do
+    run timeout ${SWITCHED_TIMEOUT:-200} "$PY" bench/launch_bound/switched.py --program $p \
+      --rounds ${SWITCHED_ROUNDS:-24} --warm ${SWITCHED_WARM:-1} --pin ${PIN:--1} \
+      --modes ${SWITCHED_MODES:-untraced,floor,activity,pm,nvml,perfdiff} --json "$R/switched-$p.json"
+  done
 }
 step_tests() {
   run timeout ${TESTS_TIMEOUT:-300} "$PY" -m pytest -m gpu -q ${TESTS:-tests/gpu} -p no:cacheprovider -rs

@@ -126,3 +126,20 @@ def test_a_forked_worker_holding_the_pipe_does_not_delay_the_stop(tmp_path: Path
     finally:
         os.kill(child, 9)
         os.waitpid(child, 0)
+
+
+def test_a_paused_poller_skips_its_polls_until_resumed(tmp_path: Path) -> None:
+    """Untraced cycles pause the poller (collect/overhead.py): no NVML reads in between."""
+    sampler = NvmlProcessSampler(0, _clock, 0.005, env=_env(tmp_path, FAKE_PYNVML))
+    sampler.start()
+    time.sleep(0.05)
+    sampler.pause()
+    paused_at = _clock()
+    time.sleep(0.3)
+    resumed_at = _clock()
+    sampler.resume()
+    time.sleep(0.05)
+    ts = sampler.stop()[0].timestamps_ns
+    inside = ts[(ts > paused_at + 20_000_000) & (ts < resumed_at)]
+    assert inside.size == 0
+    assert (ts < paused_at).sum() >= 3 and (ts > resumed_at).sum() >= 3

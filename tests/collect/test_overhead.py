@@ -59,6 +59,46 @@ def test_every_eighth_measured_cycle_is_untraced_and_marks_pause_with_it() -> No
     assert 9 not in marks and 17 not in marks and len(marks) == 2 * 16
 
 
+class _Sampler(_Trace):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
+class _Broken:
+    name = "nvml"
+
+    def pause(self) -> None:
+        raise RuntimeError("poller gone")
+
+    def resume(self) -> None:
+        raise AssertionError("never paused, so never resumed")
+
+
+def test_samplers_started_later_pause_and_resume_with_the_untraced_cycle() -> None:
+    """The samplers start at the first measured cycle, after UntracedCycles exists: it reads
+    the caller's list each time. A sampler that cannot pause keeps running (an error says so)
+    and is not resumed; the run file's params name what was switched off."""
+    log = _log([0])
+    samplers: list[object] = []
+    untraced = UntracedCycles(4, _Trace(), log, samplers)
+    assert untraced.params() == {}
+    pm = _Sampler("pm_sampling")
+    seen = []
+    for i in range(8):
+        if i == 1:
+            samplers.extend([pm, _Broken(), object()])
+        log.begin_cycle("", False)
+        seen.append(pm.on)
+        log.end_cycle()
+        assert pm.on
+    assert seen == [True, True, True, False, True, True, True, False]
+    assert pm.switches == [False, True, False, True]
+    assert untraced.errors == ["pausing nvml for an untraced cycle failed (RuntimeError: "
+                               "poller gone); it kept sampling there"]
+    assert untraced.params() == {"untraced_pause": ["cupti_activity", "pm_sampling"]}
+
+
 def test_off_and_backends_without_pause_trace_every_cycle() -> None:
     for every, trace in ((0, _Trace()), (8, object())):
         log = _log([0])
@@ -112,4 +152,39 @@ def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     assert 15 < found.overhead_pct < 35  # 5 ms vs 4 ms: +25 %
     (note,) = self_overhead_notes(rf, "run.json.gz")
     assert "tracing overhead on this run +" in note and "4 untraced cycle(s)" in note
-    assert "PM and NVML sampling run in both" in note
+    assert "no PM or NVML sampler ran" in note  # the fake backend has none
+
+
+def _with_cycles(durations_ms: list[float], traced: list[int]) -> object:
+    import dataclasses
+
+    from tests.factories import make_run_file
+
+    rf = make_run_file(n_cycles=len(durations_ms), n_warmup=0)
+    (run,) = rf.runs
+    dur = (np.asarray(durations_ms) * 1e6).astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(dur)[:-1]]).astype(np.int64)
+    flags = np.asarray(traced, dtype=np.int64)
+    cycles = dataclasses.replace(run.cycles, start_ns=start, end_ns=start + dur,
+                                 traced=flags, warmup=flags == 0)
+    return dataclasses.replace(rf, runs=(dataclasses.replace(run, cycles=cycles),))
+
+
+def test_the_overhead_sets_each_untraced_cycle_against_its_neighbours() -> None:
+    """A host that slows down 2x over the run: traced cycles 10 -> 20 ms, each untraced one 20 %
+    shorter than the cycles beside it. Set against its neighbours every untraced cycle says
+    +25 %. Most untraced cycles fall in the slow half, so pooled medians (all traced cycles
+    against all untraced ones) would set slow untraced cycles against a faster typical traced
+    one and say almost nothing."""
+    base = np.linspace(10, 20, 40)
+    traced = [0 if i in (3, 25, 29, 33, 37) else 1 for i in range(40)]
+    durations = [float(b) * (0.8 if t == 0 else 1.0) for b, t in zip(base, traced, strict=True)]
+    found = self_overhead(_with_cycles(durations, traced))  # type: ignore[arg-type]
+    assert found is not None and found.untraced_cycles == 5 and found.traced_cycles == 35
+    assert abs(found.overhead_pct - 25.0) < 0.5
+    assert found.low_pct <= found.overhead_pct <= found.high_pct
+    assert found.high_pct - found.low_pct < 1.0
+    traced_all = np.asarray(durations)[np.asarray(traced) == 1]
+    untraced_all = np.asarray(durations)[np.asarray(traced) == 0]
+    pooled = 100 * (np.median(traced_all) / np.median(untraced_all) - 1)
+    assert pooled < 5  # what the pooled figure would have said

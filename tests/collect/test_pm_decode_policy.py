@@ -67,6 +67,15 @@ class FakeCollector:
     _pm_sampling_object = 1
     _finalizer = None
 
+    def __init__(self) -> None:
+        self.switches: list[str] = []
+
+    def start(self) -> None:
+        self.switches.append("start")
+
+    def stop(self) -> None:
+        self.switches.append("stop")
+
     def _create_counter_data_image(self, max_samples: int) -> Any:
         return np.zeros(max_samples, dtype=np.uint8)  # one byte per sample slot
 
@@ -81,6 +90,7 @@ def _sampler(fake: FakeCupti) -> PmSampler:
     sampler._images = []
     sampler.decode_log = []
     sampler._decoded_until = 0
+    sampler._paused_at, sampler._paused_ns = None, 0
     sampler._overflowed = False
     sampler._stop_drain = threading.Event()
     sampler._drainer = None
@@ -136,3 +146,22 @@ def test_a_backlog_past_the_image_cap_is_decoded_in_several_capped_images(
     capacities = [entry[2] for entry in sampler.decode_log]
     assert capacities and max(capacities) <= 50_000
     assert 0 < sum(count for _, count in sampler._images) <= 300_000
+
+
+def test_a_paused_stretch_is_not_counted_as_backlog() -> None:
+    """Untraced cycles pause PM sampling (overhead.py): no samples arrive while paused, so the
+    backlog that decides when to decode leaves that time out, and a second pause or resume
+    does not reach CUPTI (which refuses to stop a stopped sampler)."""
+    fake = FakeCupti()
+    sampler = _sampler(fake)
+    collector = sampler._collector
+    fake.now = 1_000 * INTERVAL
+    sampler.pause()
+    sampler.pause()
+    fake.now = 5_000 * INTERVAL
+    assert sampler._backlog() == 1_000
+    sampler.resume()
+    sampler.resume()
+    fake.now = 6_000 * INTERVAL
+    assert sampler._backlog() == 2_000
+    assert collector.switches == ["stop", "start"]

@@ -114,10 +114,10 @@ class ChildCollector:
         self.trace = trace
         self.rank = _env_int("RANK")
         self.log = CycleLog(clock_ns=trace.clock_ns)
-        self.untraced = UntracedCycles(0 if config.cycle_ms else config.untraced_every, trace,
-                                       self.log)
-        self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
         self.samplers: list[MetricSampler] = []
+        self.untraced = UntracedCycles(0 if config.cycle_ms else config.untraced_every, trace,
+                                       self.log, self.samplers)
+        self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
         self.metrics: list[MetricSeries] = []
         self._samplers_stopped = False
         self.warnings: list[str] = []
@@ -418,7 +418,8 @@ class ChildCollector:
                 warnings=tuple(dict.fromkeys(self.warnings)),
             ),
             workload=Workload(name=program_name(self.config.command),
-                              params=program_params(self.config, self.cycles_from),
+                              params={**program_params(self.config, self.cycles_from),
+                                      **self.untraced.params()},
                               command=self.config.command),
             strings=tuple(strings.names),
             runs=(run,),
