@@ -8,6 +8,18 @@ writes ``export_chrome_trace`` to ``--out`` (.json.gz); ``--mode perfdiff`` wrap
 Either way the step first runs ``--settle-s`` seconds unmeasured (``settle``), so that both
 sources measure a GPU in the same steady state rather than two phases of its warm-up ramp.
 
+``--gap-ms`` (default 0) sleeps that many milliseconds after every step, inside the step's
+cycle (profiler mode: before ``prof.step()``; perfdiff mode: inside ``with perfdiff.cycle()``,
+after the step; and in ``settle``). Why: a GPU busy 100 % of the time settles at its power cap
+(gpt-normal on the H100: 674-680 W, throttle reason 0x4 SW power cap, SM clock 1785-1830 MHz),
+where the clock follows power draw, so the two sources' different host overhead gives them
+different clocks and per-kernel times a few % apart. A duty cycle below 100 % (a few ms idle
+per step, each step synchronizes first) keeps the steady state below the cap, at the clock
+the GPU boosts to, the same for both sources. The idle gap lies inside the step, so it adds
+to the step's wall time (and to ``[GPU idle]``) but to no kernel's time. Measured with
+``--gap-ms 5`` (kineto_record.sh's default): every recording's NVML read 1980 MHz with no
+throttle reason, 219-354 W, and gpt-normal's kernels agreed within 1.3 % instead of 4.3 %.
+
 Sizes are chosen so that each step is GPU-bound (GPU work of several ms against well under a
 millisecond of launches): a host-bound step's time moves with the profiler's own CPU overhead,
 which a perfdiff recording does not have. Programs (``--model``):
@@ -91,20 +103,39 @@ def hf_step(torch: Any, abnormal: bool) -> Callable[[], None]:
 PROGRAMS = {"gpt": gpt_step, "train": train_step, "hf": hf_step}
 
 
+def gapped(step: Callable[[], None], gap_ms: float) -> Callable[[], None]:
+    """``step`` followed by ``gap_ms`` ms of sleep (GPU idle: the step synchronizes first).
+
+    Why: a duty cycle below 100 % keeps the GPU's steady state below its power cap, so both
+    sources see it at the same clock (module docstring).
+    """
+    if gap_ms <= 0:
+        return step
+    gap_s = gap_ms / 1e3
+
+    def run() -> None:
+        step()
+        time.sleep(gap_s)
+
+    return run
+
+
 def settle(step: Callable[[], None], torch: Any, seconds: float) -> None:
     """Run ``step`` until the GPU has been busy ``seconds``, before anything is measured.
 
     Why: a process that measures its first steps right after start sees the GPU still leaving
     idle (clocks, power and temperature move for seconds under a new load; gpt-normal's SDPA
     kernel went 405 -> 495 us per step over 25 steps in the first, unsettled recording), and
-    two processes caught in different phases of that ramp disagree by a few %. Each step
-    synchronizes (``.cpu()`` or ``.item()``), so wall time here is GPU-busy time. Nothing of
-    this is traced by torch.profiler (it runs before the profiler starts); under ``perfdiff
-    collect`` its kernels lie before the first cycle (outside every cycle; kineto_trim.py drops
-    them). One line per second of mean step time goes to stderr, to show when the GPU became
-    steady (wall time, so host work and perfdiff's buffer intake count too: on the H100 gpt's
-    step time stayed within 2-3 % from the 2nd second on). A program whose steady state is the
-    GPU's power cap still sees its clock move (fixtures/README.md).
+    two processes caught in different phases of that ramp disagree by a few %. ``step`` is the
+    gapped step (``--gap-ms``), so the settle runs at the duty cycle that is measured after it.
+    Each step synchronizes (``.cpu()`` or ``.item()``), so wall time here is GPU-busy time
+    plus the gap. Nothing of this is traced by torch.profiler (it runs before the profiler
+    starts); under ``perfdiff collect`` its kernels lie before the first cycle (outside every
+    cycle; kineto_trim.py drops them). One line per second of mean step time goes to stderr, to
+    show when the GPU became steady (wall time, so host work, the gap and perfdiff's buffer
+    intake count too: on the H100 gpt's step time stayed within 2-3 % from the 2nd second on).
+    A program whose steady state is the GPU's power cap still sees its clock move
+    (fixtures/README.md); ``--gap-ms`` is there to keep it below the cap.
     """
     if seconds <= 0:
         return
@@ -133,11 +164,14 @@ def main() -> int:
     parser.add_argument("--out", default="trace.json.gz", help="trace file (profiler mode)")
     parser.add_argument("--settle-s", type=float, default=20.0,
                         help="run the step untraced this many seconds first (GPU steady state)")
+    parser.add_argument("--gap-ms", type=float, default=0.0,
+                        help="sleep this many ms after every step, inside its cycle (keeps the "
+                             "GPU below its power cap)")
     args = parser.parse_args()
     import torch
 
     torch.manual_seed(0)
-    step = PROGRAMS[args.model](torch, args.variant == "abnormal")
+    step = gapped(PROGRAMS[args.model](torch, args.variant == "abnormal"), args.gap_ms)
     settle(step, torch, args.settle_s)
     total = WAIT + WARMUP + args.steps
     if args.mode == "perfdiff":

@@ -7,19 +7,24 @@
 # torch.profiler does not PM-sample: like with like for the per-kernel time check (PM sampling
 # can stretch memory-bound kernels by a few %). Each process first runs its step SETTLE_S
 # seconds unmeasured (kineto_prog.py --settle-s) so that both sources measure the GPU in a
-# steady state, not two phases of its ramp out of idle; the GPU's clocks, temperature, power
-# and throttle reasons are logged before and after each process (provenance).
-# usage (repo root, perfdiff on PYTHONPATH): OUT=/tmp/out bash scripts/gpu/kineto_record.sh
+# steady state, not two phases of its ramp out of idle; every step is followed by GAP_MS
+# (default 5) ms of sleep inside its cycle/profiler step (kineto_prog.py --gap-ms), a duty
+# cycle below 100 % that keeps the GPU under its power cap (at the cap the clock follows power
+# draw and the two tools' different host overhead gives different clocks); the GPU's clocks,
+# temperature, power and throttle reasons are logged before and after each process (provenance).
+# usage (repo root, perfdiff on PYTHONPATH): [SETTLE_S=20] [GAP_MS=5] OUT=/tmp/out bash scripts/gpu/kineto_record.sh
 # Results: $OUT/kineto-fixtures.tar (the 12 files, appended as each is written) and
 # $OUT/kineto_record.log (provenance). A recording holds the settle's kernels before its first
 # cycle (one to three hundred thousand, 1-7 MB): scripts/gpu/kineto_trim.py drops them here,
 # right after each recording, and only the trimmed file goes into the tar (the raw ones stay in
 # $WORK, outside $OUT: the device tool brings back 8 files of 16 MiB at most). Wall time with
-# SETTLE_S=20 on the H100: 422 s for the 12 processes (2026-11-25).
+# SETTLE_S=20 on the H100: 422 s for the 12 processes without the gap, 439 s with GAP_MS=5
+# (2026-11-25; the settle is timed, the gap adds about steps x GAP_MS per process).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/perfdiff-kineto}
 SETTLE_S=${SETTLE_S:-20}
+GAP_MS=${GAP_MS:-5}
 W="$OUT/work"
 RAW=${WORK:-/tmp/kineto-raw}
 mkdir -p "$W" "$RAW"
@@ -41,7 +46,7 @@ keep() {  # move one result file into the tar as soon as it exists (a cut-off ru
 run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
 run nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv
 run "$PY" -c 'import sys, torch, transformers; print(sys.version.split()[0], torch.__version__, torch.version.cuda, transformers.__version__, torch.cuda.get_device_name(0))'
-say "settle ${SETTLE_S} s per process"
+say "settle ${SETTLE_S} s per process, gap ${GAP_MS} ms after every step"
 for model in gpt train hf; do
   steps=25
   [ "$model" = train ] && steps=22
@@ -51,14 +56,14 @@ for model in gpt train hf; do
     gpu "before $f"
     run timeout $((SETTLE_S + 70)) "$PY" scripts/gpu/kineto_prog.py --model "$model" \
       --variant "$variant" --mode profiler --steps "$steps" --settle-s "$SETTLE_S" \
-      --out "$W/$f" || say "FAILED profiler $name"
+      --gap-ms "$GAP_MS" --out "$W/$f" || say "FAILED profiler $name"
     gpu "after $f"
     keep "$f"
     f="kineto-$name-perfdiff.json.gz"
     gpu "before $f"
     run timeout $((SETTLE_S + 90)) "${PD[@]}" collect --no-pm --warmup 5 -o "$RAW/$f" \
       -- "$PY" scripts/gpu/kineto_prog.py --model "$model" --variant "$variant" \
-      --mode perfdiff --steps "$steps" --settle-s "$SETTLE_S" || say "FAILED perfdiff $name"
+      --mode perfdiff --steps "$steps" --settle-s "$SETTLE_S" --gap-ms "$GAP_MS" || say "FAILED perfdiff $name"
     gpu "after $f"
     run "$PY" scripts/gpu/kineto_trim.py "$RAW/$f" "$W/$f" || say "FAILED trim $name"
     keep "$f"
