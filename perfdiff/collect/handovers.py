@@ -4,7 +4,9 @@ Why: CUPTI hands its activity records over a buffer at a time, and turning a ful
 buffer (~136,000 records) into records holds the Python interpreter for ~0.5 s on the H100
 (scripts/gpu/buffer_stall_probe.py): a cycle open then is that much longer. Workloads that are
 idle between cycles drain the buffers between them (session.py); for the others, and for user
-programs, the run file says which cycles include a hand-over.
+programs, the run file says which cycles include a hand-over. A hand-over that only parks
+the buffer for decoding at the cycle's end (``RawIntake.defer``: a few microseconds) holds
+nothing worth a warning: only those of at least HANDOVER_WARN_NS count.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from perfdiff.schema.model import CycleTable
+
+HANDOVER_WARN_NS = 100_000
 
 
 def handover_warning(handovers: list[tuple[int, int, int]], cycles: CycleTable) -> str | None:
@@ -24,6 +28,8 @@ def handover_warning(handovers: list[tuple[int, int, int]], cycles: CycleTable) 
     hit: list[int] = []
     longest = 0
     for start, end, _ in handovers:
+        if end - start < HANDOVER_WARN_NS:
+            continue
         inside = (starts < end) & (ends > start)
         if inside.any():
             hit.extend(int(i) for i in index[inside])
@@ -33,8 +39,8 @@ def handover_warning(handovers: list[tuple[int, int, int]], cycles: CycleTable) 
         return None
     shown = ", ".join(str(i) for i in cycles_hit[:5]) + (", ..." if len(cycles_hit) > 5 else "")
     return (f"CUPTI handed over an activity buffer during {len(cycles_hit)} measured cycle(s) "
-            f"(cycle {shown}); taking it in held the interpreter for up to {longest / 1e6:.0f} "
+            f"(cycle {shown}); taking it in held the interpreter for up to {longest / 1e6:.1f} "
             "ms, which those cycles include (docs/howto/collect.md, known limits)")
 
 
-__all__ = ["handover_warning"]
+__all__ = ["HANDOVER_WARN_NS", "handover_warning"]

@@ -26,8 +26,13 @@ def test_no_hand_over_inside_a_measured_cycle_is_no_warning() -> None:
 
 
 def test_hand_overs_name_the_cycles_they_overlap_and_the_longest_hold() -> None:
-    text = handover_warning([(150, 160, 10), (290, 3_000_310, 136_473)], _cycles())
+    text = handover_warning([(150, 100_150, 10), (290, 3_000_310, 136_473)], _cycles())
     assert text is not None
     assert "during 3 measured cycle(s) (cycle 1, 2, 3)" in text
-    assert "up to 3 ms" in text and "known limits" in text
+    assert "up to 3.0 ms" in text and "known limits" in text
     assert "\n" not in text
+
+
+def test_a_parked_buffer_is_no_hold_worth_a_warning() -> None:
+    """With deferred decoding a hand-over only parks the buffer (microseconds)."""
+    assert handover_warning([(150, 150 + 99_999, 0), (250, 262, 0)], _cycles()) is None
