@@ -120,7 +120,8 @@ def gapped(step: Callable[[], None], gap_ms: float) -> Callable[[], None]:
     return run
 
 
-def settle(step: Callable[[], None], torch: Any, seconds: float) -> None:
+def settle(step: Callable[[], None], torch: Any, seconds: float, steps_wanted: int = 0,
+           ) -> None:
     """Run ``step`` until the GPU has been busy ``seconds``, before anything is measured.
 
     Why: a process that measures its first steps right after start sees the GPU still leaving
@@ -136,12 +137,17 @@ def settle(step: Callable[[], None], torch: Any, seconds: float) -> None:
     intake count too: on the H100 gpt's step time stayed within 2-3 % from the 2nd second on).
     A program whose steady state is the GPU's power cap still sees its clock move
     (fixtures/README.md); ``--gap-ms`` is there to keep it below the cap.
+
+    ``steps_wanted`` > 0 (``--settle-steps``) runs exactly that many steps instead: both sources
+    then start measuring from the same model state (weights, optimizer moments, RNG: dropout
+    masks and data are the same step for step), where a timed settle leaves the two processes
+    some hundreds of steps apart.
     """
-    if seconds <= 0:
+    if seconds <= 0 and steps_wanted <= 0:
         return
     start = last = time.monotonic()
     steps = since = 0
-    while time.monotonic() - start < seconds:
+    while (steps < steps_wanted) if steps_wanted > 0 else (time.monotonic() - start < seconds):
         step()
         steps += 1
         since += 1
@@ -164,6 +170,8 @@ def main() -> int:
     parser.add_argument("--out", default="trace.json.gz", help="trace file (profiler mode)")
     parser.add_argument("--settle-s", type=float, default=20.0,
                         help="run the step untraced this many seconds first (GPU steady state)")
+    parser.add_argument("--settle-steps", type=int, default=0,
+                        help="settle exactly this many steps instead of --settle-s seconds")
     parser.add_argument("--gap-ms", type=float, default=0.0,
                         help="sleep this many ms after every step, inside its cycle (keeps the "
                              "GPU below its power cap)")
@@ -172,7 +180,7 @@ def main() -> int:
 
     torch.manual_seed(0)
     step = gapped(PROGRAMS[args.model](torch, args.variant == "abnormal"), args.gap_ms)
-    settle(step, torch, args.settle_s)
+    settle(step, torch, args.settle_s, args.settle_steps)
     total = WAIT + WARMUP + args.steps
     if args.mode == "perfdiff":
         import perfdiff

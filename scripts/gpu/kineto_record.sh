@@ -12,7 +12,8 @@
 # cycle below 100 % that keeps the GPU under its power cap (at the cap the clock follows power
 # draw and the two tools' different host overhead gives different clocks); the GPU's clocks,
 # temperature, power and throttle reasons are logged before and after each process (provenance).
-# usage (repo root, perfdiff on PYTHONPATH): [SETTLE_S=20] [GAP_MS=5] OUT=/tmp/out bash scripts/gpu/kineto_record.sh
+# usage (repo root, perfdiff on PYTHONPATH): [SETTLE_S=20] [SETTLE_STEPS=N] [GAP_MS=5]
+#   [MODELS="gpt train hf"] OUT=/tmp/out bash scripts/gpu/kineto_record.sh
 # Results: $OUT/kineto-fixtures.tar (the 12 files, appended as each is written) and
 # $OUT/kineto_record.log (provenance). A recording holds the settle's kernels before its first
 # cycle (one to three hundred thousand, 1-7 MB): scripts/gpu/kineto_trim.py drops them here,
@@ -25,6 +26,8 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/perfdiff-kineto}
 SETTLE_S=${SETTLE_S:-20}
 GAP_MS=${GAP_MS:-5}
+SETTLE_STEPS=${SETTLE_STEPS:-0}  # > 0: settle exactly that many steps (same model state)
+MODELS=${MODELS:-gpt train hf}
 W="$OUT/work"
 RAW=${WORK:-/tmp/kineto-raw}
 mkdir -p "$W" "$RAW"
@@ -47,7 +50,8 @@ run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem
 run nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv
 run "$PY" -c 'import sys, torch, transformers; print(sys.version.split()[0], torch.__version__, torch.version.cuda, transformers.__version__, torch.cuda.get_device_name(0))'
 say "settle ${SETTLE_S} s per process, gap ${GAP_MS} ms after every step"
-for model in gpt train hf; do
+say "settle steps ${SETTLE_STEPS} (0: timed), models ${MODELS}"
+for model in $MODELS; do
   steps=25
   [ "$model" = train ] && steps=22
   for variant in normal abnormal; do
@@ -56,14 +60,15 @@ for model in gpt train hf; do
     gpu "before $f"
     run timeout $((SETTLE_S + 70)) "$PY" scripts/gpu/kineto_prog.py --model "$model" \
       --variant "$variant" --mode profiler --steps "$steps" --settle-s "$SETTLE_S" \
-      --gap-ms "$GAP_MS" --out "$W/$f" || say "FAILED profiler $name"
+      --settle-steps "$SETTLE_STEPS" --gap-ms "$GAP_MS" --out "$W/$f" || say "FAILED profiler $name"
     gpu "after $f"
     keep "$f"
     f="kineto-$name-perfdiff.json.gz"
     gpu "before $f"
     run timeout $((SETTLE_S + 90)) "${PD[@]}" collect --no-pm --warmup 5 -o "$RAW/$f" \
       -- "$PY" scripts/gpu/kineto_prog.py --model "$model" --variant "$variant" \
-      --mode perfdiff --steps "$steps" --settle-s "$SETTLE_S" --gap-ms "$GAP_MS" || say "FAILED perfdiff $name"
+      --mode perfdiff --steps "$steps" --settle-s "$SETTLE_S" --settle-steps "$SETTLE_STEPS" --gap-ms "$GAP_MS" \
+      || say "FAILED perfdiff $name"
     gpu "after $f"
     run "$PY" scripts/gpu/kineto_trim.py "$RAW/$f" "$W/$f" || say "FAILED trim $name"
     keep "$f"
