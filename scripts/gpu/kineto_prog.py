@@ -8,6 +8,14 @@ writes ``export_chrome_trace`` to ``--out`` (.json.gz); ``--mode perfdiff`` wrap
 Either way the step first runs ``--settle-s`` seconds unmeasured (``settle``), so that both
 sources measure a GPU in the same steady state rather than two phases of its warm-up ramp.
 
+``--mode both`` does the two in ONE process (``both``): settle, then a perfdiff recording of
+5 warm-up + STEPS cycles by perfdiff's own collector in-process (``run_collection`` with the
+step as a workload, ``--run-file``), then a short untraced re-settle, then the torch.profiler
+trace of the same schedule as profiler mode (``--out``). Why: single kernels differ by up to
+~4 % from one process to the next on the same clock (bench/README.md, torch.profiler
+section), so two separate processes compare processes, not the two readers. perfdiff must
+come first: after Kineto has run, CUPTI stamps the process's records in Kineto's clock.
+
 ``--gap-ms`` (default 0) sleeps that many milliseconds after every step, inside the step's
 cycle (profiler mode: before ``prof.step()``; perfdiff mode: inside ``with perfdiff.cycle()``,
 after the step; and in ``settle``). Why: a GPU busy 100 % of the time settles at its power cap
@@ -35,10 +43,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
+import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
+
+from perfdiff.collect.workloads.base import CyclePlan, Workload, WorkloadParams, run_cycles
+from perfdiff.markers import CycleMarker
 
 WAIT, WARMUP = 1, 4
 
@@ -121,7 +137,7 @@ def gapped(step: Callable[[], None], gap_ms: float) -> Callable[[], None]:
 
 
 def settle(step: Callable[[], None], torch: Any, seconds: float, steps_wanted: int = 0,
-           ) -> None:
+           ) -> int:
     """Run ``step`` until the GPU has been busy ``seconds``, before anything is measured.
 
     Why: a process that measures its first steps right after start sees the GPU still leaving
@@ -141,10 +157,10 @@ def settle(step: Callable[[], None], torch: Any, seconds: float, steps_wanted: i
     ``steps_wanted`` > 0 (``--settle-steps``) runs exactly that many steps instead: both sources
     then start measuring from the same model state (weights, optimizer moments, RNG: dropout
     masks and data are the same step for step), where a timed settle leaves the two processes
-    some hundreds of steps apart.
+    some hundreds of steps apart. Returns the number of steps run.
     """
     if seconds <= 0 and steps_wanted <= 0:
-        return
+        return 0
     start = last = time.monotonic()
     steps = since = 0
     while (steps < steps_wanted) if steps_wanted > 0 else (time.monotonic() - start < seconds):
@@ -159,15 +175,225 @@ def settle(step: Callable[[], None], torch: Any, seconds: float, steps_wanted: i
     torch.cuda.synchronize()
     print(f"kineto_prog: settled {steps} steps in {time.monotonic() - start:.1f} s",
           file=sys.stderr)
+    return steps
+
+
+IN_PROCESS = ("in-process: recorded by perfdiff.collect.session.run_collection in the process "
+              "that then traced the same program with torch.profiler (kineto_prog.py --mode "
+              "both: settle, perfdiff recording, torch.profiler trace, in that order)")
+
+
+@dataclass(frozen=True)
+class InProcessParams(WorkloadParams):
+    """The program and how it was run, as the run file's workload parameters."""
+
+    model: str = "gpt"
+    variant: str = "normal"
+    settle_s: float = 20.0
+    settle_steps: int = 0
+    gap_ms: float = 0.0
+    trace: str = ""  # the torch.profiler trace this process writes after the recording
+
+
+class InProcessSteps(Workload):
+    """The program's (gapped) step as a perfdiff workload: one cycle per step.
+
+    Why a workload and not ``perfdiff.cycle()``: ``--mode both`` records with perfdiff's own
+    collector (``run_collection``, the path of ``perfdiff collect gpt-infer``) inside this
+    process, so that the recording and the torch.profiler trace that follows share every
+    process-level condition (memory placement, allocator state, library handles). ``setup``
+    runs the settle: the collector calls it before tracing starts, so the settle's kernels are
+    never recorded (no trimming, unlike the separate-process recordings).
+    """
+
+    name = "kineto_prog.py --mode both"
+    summary = "a kineto_prog.py step, recorded in the process that traces it with torch.profiler"
+    params_class = InProcessParams
+    idle_between_cycles = True  # every step synchronizes (.cpu() / .item()), then sleeps
+
+    def __init__(self, params: InProcessParams, step: Callable[[], None], torch: Any) -> None:
+        super().__init__(params)
+        self._step = step
+        self._torch = torch
+        self.settled = 0
+
+    def setup(self, device: str) -> None:
+        p = self.params
+        assert isinstance(p, InProcessParams)
+        self.settled = settle(self._step, self._torch, p.settle_s, p.settle_steps)
+
+    def run(self, marker: CycleMarker, plan: CyclePlan) -> None:
+        run_cycles(marker, plan, self._step)
+
+
+def record_in_process(workload: InProcessSteps, steps: int, run_file_out: Path,
+                      sources: Any = None, environment: Any = None) -> Any:
+    """Record ``steps`` measured cycles (after 5 warm-up) with perfdiff's collector, here.
+
+    Settings as the separate-process recordings had (``perfdiff collect --no-pm --warmup 5``):
+    no PM sampling (torch.profiler does not PM-sample either), NVML polled, memcpy/memset
+    traced, cycle boundary marks (the built-in workloads' default), one measured cycle in 8
+    left untraced. ``sources``/``environment`` default to the real ones (``open_sources``);
+    the CPU test passes fakes. Returns the sources (the caller checks their tracing is off).
+    """
+    from perfdiff.cli.collect import summary_line
+    from perfdiff.collect.session import CollectSettings, run_collection
+    from perfdiff.schema.io import save_run_file
+
+    settings = CollectSettings(pm_sampling=False)
+    device = "cuda:0"
+    if sources is None:
+        from perfdiff.collect.sources import open_sources
+
+        opened = open_sources(settings)
+        sources, environment, device = opened.sources, opened.environment, opened.device
+    for warning in sources.warnings:
+        print(f"kineto_prog: perfdiff warning: {warning}", file=sys.stderr)
+    command = " ".join(shlex.quote(a) for a in [Path(sys.executable).name, *sys.argv])
+    outcome = run_collection(workload, CyclePlan(measured=steps, warmup=5), sources,
+                             environment, settings, device=device,
+                             extra_params={"recorded": IN_PROCESS, "collect_command": command})
+    run_file = outcome.run_file
+    params = {**run_file.workload.params, "settled_steps": workload.settled}
+    run_file = replace(run_file, workload=replace(run_file.workload, params=params,
+                                                  command=(Path(sys.executable).name,
+                                                           *sys.argv)))
+    path = save_run_file(run_file, run_file_out)
+    print(f"kineto_prog: {summary_line(run_file, path)}", file=sys.stderr)
+    for warning in run_file.collection.warnings:
+        print(f"kineto_prog: perfdiff warning: {warning}", file=sys.stderr)
+    if outcome.error is not None or outcome.interrupted:
+        raise RuntimeError(f"perfdiff recording incomplete: {run_file.status.reason}")
+    return sources
+
+
+def check_tracing_off(sources: Any, step: Callable[[], None], flush: Callable[[], None],
+                      ) -> str:
+    """Raise unless perfdiff's CUPTI activity is off: no kind enabled, and one more step
+    followed by a flush of every CUPTI buffer hands perfdiff nothing.
+
+    Why: torch.profiler must see the GPU without perfdiff's tracing still running (its cost
+    would land in the trace's kernels), and perfdiff's buffers must all be taken in before
+    Kineto registers its own. Returns a line for the log.
+    """
+    trace = sources.trace
+    enabled = list(getattr(trace, "_enabled", []))  # CuptiActivityBackend's enabled kinds
+    intake = getattr(trace, "intake", None)
+    before = (trace.records_so_far(), len(intake.handovers) if intake is not None else 0)
+    step()
+    flush()
+    after = (trace.records_so_far(), len(intake.handovers) if intake is not None else 0)
+    if enabled or after != before:
+        raise RuntimeError(f"perfdiff's CUPTI activity is still on after the recording "
+                           f"(kinds enabled {enabled}; records, hand-overs {before} -> {after})")
+    return (f"perfdiff tracing off: no activity kind enabled; a step and a flush handed it "
+            f"nothing ({after[0]} records, {after[1]} hand-overs, unchanged)")
+
+
+def profile_steps(step: Callable[[], None], torch: Any, steps: int, out: str,
+                  stamps: list[int] | None = None) -> None:
+    """torch.profiler over wait + warm-up + ``steps`` steps, exported as a chrome trace.
+
+    ``stamps`` (``--mode both``) gets ``time.perf_counter_ns()`` when the schedule's active
+    steps begin and when the last of them has run (before the export), to read NVML over the
+    traced steps only."""
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    sched = schedule(wait=WAIT, warmup=WARMUP, active=steps, repeat=1)
+    total = WAIT + WARMUP + steps
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
+                 on_trace_ready=lambda p: p.export_chrome_trace(out)) as prof:
+        for i in range(total):
+            if i == WAIT + WARMUP and stamps is not None:
+                stamps.append(time.perf_counter_ns())
+            step()
+            if i == total - 1 and stamps is not None:
+                stamps.append(time.perf_counter_ns())
+            prof.step()
+    with contextlib.suppress(Exception):
+        torch.cuda.synchronize()
+    print(f"kineto_prog: wrote {out}", file=sys.stderr)
+
+
+def trace_kernels(path: str) -> int:
+    """GPU kernel events in a written chrome trace (0: Kineto recorded none)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        doc = json.load(f)
+    return sum(1 for e in doc.get("traceEvents", []) if e.get("cat") == "kernel")
+
+
+def nvml_summary(series: list[Any], lo_ns: int, hi_ns: int) -> str:
+    """SM clock, power and throttle reasons read by NVML between ``lo_ns`` and ``hi_ns``."""
+    import numpy as np
+
+    parts = []
+    size = 0
+    for m in series:
+        t = np.asarray(m.timestamps_ns)
+        v = np.asarray(m.values)[(t >= lo_ns) & (t <= hi_ns)]
+        size = max(size, v.size)
+        if not v.size:
+            continue
+        if m.name == "nvml.throttle_reasons":
+            parts.append(f"throttle {sorted({hex(int(x)) for x in v})}")
+        elif m.name in ("nvml.sm_clock", "nvml.power", "nvml.temperature"):
+            parts.append(f"{m.name[5:]} {v.min():g}-{v.max():g} {m.unit}")
+    return f"{size} samples: " + ", ".join(parts)
+
+
+def both(step: Callable[[], None], torch: Any, args: argparse.Namespace) -> int:
+    """Settle, perfdiff recording, short re-settle, torch.profiler trace: one process.
+
+    Order: perfdiff first. Once Kineto has run in a process, CUPTI stamps every later record
+    in Kineto's clock (docs/howto/collect.md), so a perfdiff recording after it would be
+    wrong; a trace after perfdiff is not affected (perfdiff registers no timestamp callback
+    and switches all its activity kinds off at stop, which ``check_tracing_off`` verifies).
+    The re-settle (``--between-s``) runs the step again, untraced, after the run file is
+    written: the GPU idles while perfdiff builds and saves it, and the trace should start
+    from the same steady state as the recording did.
+    """
+    from cupti import cupti
+
+    from perfdiff.collect.nvml_process import NvmlDefaultSampler
+
+    params = InProcessParams(model=args.model, variant=args.variant, settle_s=args.settle_s,
+                             settle_steps=args.settle_steps, gap_ms=args.gap_ms,
+                             trace=Path(args.out).name)
+    sources = record_in_process(InProcessSteps(params, step, torch), args.steps,
+                                Path(args.run_file))
+    print(f"kineto_prog: {check_tracing_off(sources, step, lambda: cupti.activity_flush_all(1))}",
+          file=sys.stderr)
+    settle(step, torch, args.between_s)
+    nvml = NvmlDefaultSampler(0, time.perf_counter_ns, 0.01)
+    nvml.start()
+    stamps: list[int] = []
+    profile_steps(step, torch, args.steps, args.out, stamps)
+    series = nvml.stop()
+    print(f"kineto_prog: NVML over the trace's active steps ({nvml.mode} sampler): "
+          f"{nvml_summary(series, stamps[0], stamps[-1])}", file=sys.stderr)
+    kernels = trace_kernels(args.out)
+    print(f"kineto_prog: the trace holds {kernels} kernel events", file=sys.stderr)
+    if kernels == 0:
+        print("kineto_prog: error: torch.profiler recorded no kernel after perfdiff's "
+              "recording in this process", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(PROGRAMS), required=True)
     parser.add_argument("--variant", choices=["normal", "abnormal"], default="normal")
-    parser.add_argument("--mode", choices=["profiler", "perfdiff"], required=True)
+    parser.add_argument("--mode", choices=["profiler", "perfdiff", "both"], required=True)
     parser.add_argument("--steps", type=int, default=25, help="active (measured) steps")
-    parser.add_argument("--out", default="trace.json.gz", help="trace file (profiler mode)")
+    parser.add_argument("--out", default="trace.json.gz",
+                        help="trace file (profiler and both modes)")
+    parser.add_argument("--run-file", default="run.json.gz",
+                        help="perfdiff run file (both mode)")
+    parser.add_argument("--between-s", type=float, default=3.0,
+                        help="both mode: run the step untraced this many seconds between the "
+                             "perfdiff recording and the torch.profiler trace")
     parser.add_argument("--settle-s", type=float, default=20.0,
                         help="run the step untraced this many seconds first (GPU steady state)")
     parser.add_argument("--settle-steps", type=int, default=0,
@@ -180,6 +406,8 @@ def main() -> int:
 
     torch.manual_seed(0)
     step = gapped(PROGRAMS[args.model](torch, args.variant == "abnormal"), args.gap_ms)
+    if args.mode == "both":
+        return both(step, torch, args)  # settles inside the recording's setup
     settle(step, torch, args.settle_s, args.settle_steps)
     total = WAIT + WARMUP + args.steps
     if args.mode == "perfdiff":
@@ -189,17 +417,7 @@ def main() -> int:
             with perfdiff.cycle():
                 step()
         return 0
-    from torch.profiler import ProfilerActivity, profile, schedule
-
-    sched = schedule(wait=WAIT, warmup=WARMUP, active=args.steps, repeat=1)
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched,
-                 on_trace_ready=lambda p: p.export_chrome_trace(args.out)) as prof:
-        for _ in range(total):
-            step()
-            prof.step()
-    with contextlib.suppress(Exception):
-        torch.cuda.synchronize()
-    print(f"kineto_prog: wrote {args.out}", file=sys.stderr)
+    profile_steps(step, torch, args.steps, args.out)
     return 0
 
 

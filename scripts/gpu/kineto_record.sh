@@ -12,8 +12,13 @@
 # cycle below 100 % that keeps the GPU under its power cap (at the cap the clock follows power
 # draw and the two tools' different host overhead gives different clocks); the GPU's clocks,
 # temperature, power and throttle reasons are logged before and after each process (provenance).
-# usage (repo root, perfdiff on PYTHONPATH): [SETTLE_S=20] [SETTLE_STEPS=N] [GAP_MS=5]
-#   [MODELS="gpt train hf"] OUT=/tmp/out bash scripts/gpu/kineto_record.sh
+# MODE=both (default: MODE=separate, as above) records each program ONCE, in one process:
+# kineto_prog.py --mode both settles, records the steps with perfdiff's own collector
+# in-process (same settings: no PM, warm-up 5, NVML, memcpy/memset, boundary marks), then
+# traces them with torch.profiler (same schedule), so that both files share every process-level
+# condition; its settle runs before perfdiff's tracing starts, so nothing is trimmed.
+# usage (repo root, perfdiff on PYTHONPATH): [MODE=both] [SETTLE_S=20] [SETTLE_STEPS=N]
+#   [GAP_MS=5] [MODELS="gpt train hf"] OUT=/tmp/out bash scripts/gpu/kineto_record.sh
 # Results: $OUT/kineto-fixtures.tar (the 12 files, appended as each is written) and
 # $OUT/kineto_record.log (provenance). A recording holds the settle's kernels before its first
 # cycle (one to three hundred thousand, 1-7 MB): scripts/gpu/kineto_trim.py drops them here,
@@ -28,6 +33,7 @@ SETTLE_S=${SETTLE_S:-20}
 GAP_MS=${GAP_MS:-5}
 SETTLE_STEPS=${SETTLE_STEPS:-0}  # > 0: settle exactly that many steps (same model state)
 MODELS=${MODELS:-gpt train hf}
+MODE=${MODE:-separate}
 W="$OUT/work"
 RAW=${WORK:-/tmp/kineto-raw}
 mkdir -p "$W" "$RAW"
@@ -50,12 +56,25 @@ run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem
 run nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv
 run "$PY" -c 'import sys, torch, transformers; print(sys.version.split()[0], torch.__version__, torch.version.cuda, transformers.__version__, torch.cuda.get_device_name(0))'
 say "settle ${SETTLE_S} s per process, gap ${GAP_MS} ms after every step"
-say "settle steps ${SETTLE_STEPS} (0: timed), models ${MODELS}"
+say "settle steps ${SETTLE_STEPS} (0: timed), models ${MODELS}, mode ${MODE}"
 for model in $MODELS; do
   steps=25
   [ "$model" = train ] && steps=22
   for variant in normal abnormal; do
     name="$model-$variant"
+    if [ "$MODE" = both ]; then  # one process: perfdiff recording first, then the trace
+      f="kineto-$name.pt.trace.json.gz"
+      r="kineto-$name-perfdiff.json.gz"
+      gpu "before $name (both)"
+      run timeout $((SETTLE_S + 150)) "$PY" scripts/gpu/kineto_prog.py --model "$model" \
+        --variant "$variant" --mode both --steps "$steps" --settle-s "$SETTLE_S" \
+        --settle-steps "$SETTLE_STEPS" --gap-ms "$GAP_MS" --out "$W/$f" --run-file "$W/$r" \
+        || say "FAILED both $name"
+      gpu "after $name (both)"
+      keep "$r"
+      keep "$f"
+      continue
+    fi
     f="kineto-$name.pt.trace.json.gz"
     gpu "before $f"
     run timeout $((SETTLE_S + 70)) "$PY" scripts/gpu/kineto_prog.py --model "$model" \

@@ -13,7 +13,10 @@ recording, over the measured cycles, reads SM clock 1980 MHz, no throttle reason
 with four kernels 2.3-4.3 % apart). 147 of 149 (pair, kernel) rows > 10 us now agree within
 2 %; the two others are both in train-abnormal (a GEMM +3.8 %, nll_loss backward +2.1 %) at
 the same 1980 MHz, so the 2 % criterion is still not met for every row: the tests pin what was
-measured rather than a bound the data does not meet.
+measured rather than a bound the data does not meet. Recording both sources in ONE process
+(kineto_prog.py --mode both, 04:35 UTC) did not meet it either: 146 of 149, a train GEMM
+slower in the trace in every same-process train pair; those files were not adopted
+(bench/README.md, torch.profiler section).
 """
 
 from __future__ import annotations
