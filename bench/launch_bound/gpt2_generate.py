@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tools import PARTS, run_rounds, summarise, write_result
+from tools import PARTS, chosen_modes, run_rounds, summarise, write_result
 
 
 def build_model(torch: Any, attn: str) -> tuple[Any, Any]:
@@ -64,10 +64,7 @@ def main() -> int:
                         help="run the program thread on this core, other threads elsewhere")
     parser.add_argument("--json")
     args = parser.parse_args()
-    modes = args.modes.split(",")
-    unknown = [m for m in modes if m not in PARTS]
-    if unknown:
-        parser.error(f"unknown modes {unknown}; known: {', '.join(PARTS)}")
+    modes = chosen_modes(parser, args.modes, PARTS)
     import torch
 
     model, prompt = build_model(torch, args.attn)

@@ -49,7 +49,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tools import calibration_ms, pin_plan
+from tools import calibration_ms, chosen_modes, pin_plan
 
 MODES = ("untraced", "floor", "activity", "pm", "nvml", "perfdiff")
 # mode -> (activity kinds: "none" | "kernel" | "all", marks, pm, nvml)
@@ -258,10 +258,7 @@ def main() -> int:
                         help="run the program thread on this core, the collector elsewhere")
     parser.add_argument("--json")
     args = parser.parse_args()
-    modes = args.modes.split(",")
-    unknown = [m for m in modes if m not in MODES]
-    if unknown:
-        parser.error(f"unknown modes {unknown}; known: {', '.join(MODES)}")
+    modes = chosen_modes(parser, args.modes, MODES)
     import torch
 
     if args.program == "gpt2":

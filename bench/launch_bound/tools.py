@@ -205,6 +205,15 @@ def make_tool(name: str, torch: Any) -> Untraced:
     return Composed(torch, **flags[name])
 
 
+def chosen_modes(parser: Any, text: str, known: tuple[str, ...]) -> list[str]:
+    """``--modes a,b,c`` as a list; an unknown name is a usage error naming the known ones."""
+    modes = text.split(",")
+    unknown = [m for m in modes if m not in known]
+    if unknown:
+        parser.error(f"unknown modes {unknown}; known: {', '.join(known)}")
+    return modes
+
+
 def pin_plan(core: int) -> tuple[set[int], set[int]]:
     """(the main thread's cores, every other thread's): ``core`` alone, and the cores left
     once it and its SMT siblings are taken out.
