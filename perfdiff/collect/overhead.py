@@ -100,10 +100,9 @@ class UntracedCycles:
             try:
                 sampler.pause()
             except Exception as exc:  # that sampler keeps running: its cost stays in the figure
-                error = (f"pausing {getattr(sampler, 'name', 'a sampler')} for an untraced "
-                         f"cycle failed ({type(exc).__name__}: {exc}); it kept sampling there")
-                if error not in self.errors:
-                    self.errors.append(error)
+                self._note_once(f"pausing {getattr(sampler, 'name', 'a sampler')} for an "
+                                f"untraced cycle failed ({type(exc).__name__}: {exc}); it kept "
+                                "sampling there")
                 continue
             self._paused_samplers.append(sampler)
             self._ever_paused.add(str(getattr(sampler, "name", "sampler")))
@@ -117,11 +116,9 @@ class UntracedCycles:
             try:
                 sampler.resume()
             except Exception as exc:
-                error = (f"resuming {getattr(sampler, 'name', 'a sampler')} after an untraced "
-                         f"cycle failed ({type(exc).__name__}: {exc}); its samples after it "
-                         "may be missing")
-                if error not in self.errors:
-                    self.errors.append(error)
+                self._note_once(f"resuming {getattr(sampler, 'name', 'a sampler')} after an "
+                                f"untraced cycle failed ({type(exc).__name__}: {exc}); its "
+                                "samples after it may be missing")
         self._paused_samplers = []
         try:
             self.trace.resume()
@@ -129,6 +126,11 @@ class UntracedCycles:
             self.errors.append(f"switching tracing on again failed ({type(exc).__name__}: "
                                f"{exc}); kernels after it are missing")
             self._switch_failed = True
+
+    def _note_once(self, error: str) -> None:
+        """A sampler's failure, once: it would recur at every untraced cycle."""
+        if error not in self.errors:
+            self.errors.append(error)
 
     def params(self) -> dict[str, Any]:
         """The run file's record of what the untraced cycles switched off (workload params
