@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 PARTS = ("untraced", "floor", "activity", "marks", "nvml", "nvml_thread", "pm", "perfdiff",
-         "pm_alone", "torch.profiler")
+         "pm_alone", "pm_alone_100us", "pm_alone_1ms", "torch.profiler")
 
 
 class Untraced:
@@ -77,10 +77,12 @@ class Composed(Untraced):
     """perfdiff's sources, each on or off, set up as the user-program child sets them up."""
 
     def __init__(self, torch: Any, *, activity: bool = True, marks: bool = False,
-                 pm: bool = False, nvml: bool = False, nvml_thread: bool = False) -> None:
+                 pm: bool = False, nvml: bool = False, nvml_thread: bool = False,
+                 pm_interval_ns: int = 0) -> None:
         self.torch = torch
         self.activity, self.marks, self.pm, self.nvml = activity, marks, pm, nvml
         self.nvml_thread = nvml_thread
+        self.pm_interval_ns = pm_interval_ns  # 0: perfdiff's default (20 us)
 
     def start(self) -> None:
         from cupti import cupti
@@ -113,7 +115,8 @@ class Composed(Untraced):
                 PmSampler,
             )
 
-            self.samplers.append(PmSampler(DEFAULT_METRICS, DEFAULT_INTERVAL_NS, 0, clock))
+            self.samplers.append(PmSampler(DEFAULT_METRICS,
+                                           self.pm_interval_ns or DEFAULT_INTERVAL_NS, 0, clock))
         if self.nvml:
             from perfdiff.collect.environment import torch_device_info
             from perfdiff.collect.nvml import load_nvml
@@ -199,6 +202,9 @@ def make_tool(name: str, torch: Any) -> Untraced:
         "nvml_thread": {"marks": True, "nvml": True, "nvml_thread": True},
         "pm": {"marks": True, "pm": True}, "perfdiff": {"marks": True, "pm": True, "nvml": True},
         "pm_alone": {"activity": False, "pm": True},
+        # does PM's cost follow the sample rate (each sample ~13 KB written to host memory)?
+        "pm_alone_100us": {"activity": False, "pm": True, "pm_interval_ns": 100_000},
+        "pm_alone_1ms": {"activity": False, "pm": True, "pm_interval_ns": 1_000_000},
     }
     if name not in flags:
         raise SystemExit(f"unknown mode {name!r}; known: {', '.join(PARTS)}")

@@ -77,13 +77,18 @@ def gpt_step(torch: Any, abnormal: bool) -> Callable[[], None]:
 def train_step(torch: Any, abnormal: bool) -> Callable[[], None]:
     from perfdiff.collect.workloads._transformer import ModelShape, build_model
 
-    shape = ModelShape(layers=1, d_model=768, heads=12, vocab=8192, max_seq=512, dropout=0.1,
+    # 64 x 512 tokens at d_model 1024 (was 16 x 512 at 768): at the smaller size the GPU was
+    # busy only 35-51 % of each step's kernel span, so each tool's own host overhead set where
+    # the GPU idled, and a GEMM after idle ran longer (its duration against the GPU's busy
+    # share of the 200 us before it: Spearman -0.5 to -0.8 in all four recordings of
+    # 2026-11-25): torch.profiler and perfdiff then measured the same kernel 2-4 % apart.
+    shape = ModelShape(layers=1, d_model=1024, heads=16, vocab=8192, max_seq=512, dropout=0.1,
                        attention="sdpa")
     model = build_model(torch, shape).to(device="cuda").train()
     kwargs: dict[str, Any] = {"foreach": False} if abnormal else {"fused": True}
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, **kwargs)
-    inputs = torch.randint(0, 8192, (16, 512), device="cuda")
-    targets = torch.randint(0, 8192, (16, 512), device="cuda")
+    inputs = torch.randint(0, 8192, (64, 512), device="cuda")
+    targets = torch.randint(0, 8192, (64, 512), device="cuda")
 
     def step() -> None:
         opt.zero_grad(set_to_none=True)

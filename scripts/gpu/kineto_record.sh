@@ -31,6 +31,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/perfdiff-kineto}
 SETTLE_S=${SETTLE_S:-20}
 GAP_MS=${GAP_MS:-5}
+GAP_MS_TRAIN=${GAP_MS_TRAIN:-15}  # train's step is ~4x longer since 2026-11-25: the same duty cycle
 SETTLE_STEPS=${SETTLE_STEPS:-0}  # > 0: settle exactly that many steps (same model state)
 MODELS=${MODELS:-gpt train hf}
 MODE=${MODE:-separate}
@@ -55,11 +56,12 @@ keep() {  # move one result file into the tar as soon as it exists (a cut-off ru
 run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
 run nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_event_reasons.active --format=csv
 run "$PY" -c 'import sys, torch, transformers; print(sys.version.split()[0], torch.__version__, torch.version.cuda, transformers.__version__, torch.cuda.get_device_name(0))'
-say "settle ${SETTLE_S} s per process, gap ${GAP_MS} ms after every step"
+say "settle ${SETTLE_S} s per process, gap ${GAP_MS} ms after every step (train ${GAP_MS_TRAIN})"
 say "settle steps ${SETTLE_STEPS} (0: timed), models ${MODELS}, mode ${MODE}"
 for model in $MODELS; do
   steps=25
-  [ "$model" = train ] && steps=22
+  gap=$GAP_MS
+  [ "$model" = train ] && steps=22 && gap=$GAP_MS_TRAIN
   for variant in normal abnormal; do
     name="$model-$variant"
     if [ "$MODE" = both ]; then  # one process: perfdiff recording first, then the trace
@@ -68,7 +70,7 @@ for model in $MODELS; do
       gpu "before $name (both)"
       run timeout $((SETTLE_S + 150)) "$PY" scripts/gpu/kineto_prog.py --model "$model" \
         --variant "$variant" --mode both --steps "$steps" --settle-s "$SETTLE_S" \
-        --settle-steps "$SETTLE_STEPS" --gap-ms "$GAP_MS" --out "$W/$f" --run-file "$W/$r" \
+        --settle-steps "$SETTLE_STEPS" --gap-ms "$gap" --out "$W/$f" --run-file "$W/$r" \
         || say "FAILED both $name"
       gpu "after $name (both)"
       keep "$r"
@@ -79,14 +81,14 @@ for model in $MODELS; do
     gpu "before $f"
     run timeout $((SETTLE_S + 70)) "$PY" scripts/gpu/kineto_prog.py --model "$model" \
       --variant "$variant" --mode profiler --steps "$steps" --settle-s "$SETTLE_S" \
-      --settle-steps "$SETTLE_STEPS" --gap-ms "$GAP_MS" --out "$W/$f" || say "FAILED profiler $name"
+      --settle-steps "$SETTLE_STEPS" --gap-ms "$gap" --out "$W/$f" || say "FAILED profiler $name"
     gpu "after $f"
     keep "$f"
     f="kineto-$name-perfdiff.json.gz"
     gpu "before $f"
     run timeout $((SETTLE_S + 90)) "${PD[@]}" collect --no-pm --warmup 5 -o "$RAW/$f" \
       -- "$PY" scripts/gpu/kineto_prog.py --model "$model" --variant "$variant" \
-      --mode perfdiff --steps "$steps" --settle-s "$SETTLE_S" --settle-steps "$SETTLE_STEPS" --gap-ms "$GAP_MS" \
+      --mode perfdiff --steps "$steps" --settle-s "$SETTLE_S" --settle-steps "$SETTLE_STEPS" --gap-ms "$gap" \
       || say "FAILED perfdiff $name"
     gpu "after $f"
     run "$PY" scripts/gpu/kineto_trim.py "$RAW/$f" "$W/$f" || say "FAILED trim $name"
