@@ -4,7 +4,7 @@
 # accuracy checks (ncu, torch.profiler) and the overhead benchmark. Results go under $OUT.
 #
 # usage: scripts/gpu_check.sh STEP...   steps: install env clock smoke tests fixtures
-#        accuracy inprocess overhead overhead_alt pack;
+#        accuracy inprocess overhead overhead_alt kineto pmrate pack;
 #        "all" = install env clock tests fixtures accuracy overhead pack
 # Timings on the H100 test machine (2026-11-22): install 6-35 s, smoke 20 s, tests ~170 s (with
 # the user-program and benchmark tests), fixtures ~170 s, accuracy ~45-100 s, overhead ~240 s
@@ -96,6 +96,26 @@ step_overhead() {
   run timeout ${OVERHEAD_TIMEOUT:-200} $PY bench/overhead.py --rounds ${ROUNDS:-4} --cycles ${CYCLES:-80} \
     --modes ${MODES:-bare,perfdiff-trace,perfdiff,torch.profiler} \
     --json "$OUT/overhead.json"
+}
+
+# issue 15: torch.profiler traces and perfdiff recordings of the same programs (see the script);
+# KINETO_MODES="separate both separate" records each program once per word, the N-th into
+# $OUT/kineto-N-MODE/ (a mode named twice is a replicate)
+step_kineto() {
+  local n=0
+  for mode in ${KINETO_MODES:-separate}; do
+    n=$((n + 1))
+    MODE=$mode OUT="$OUT/kineto-$n-$mode" run bash scripts/gpu/kineto_record.sh
+  done
+}
+
+# issue 13: does CUPTI PM sampling's cost to a launch-bound program follow its sample rate?
+# (tiny launches, one process, PM alone at 20 us, 100 us and 1 ms against untraced and the floor)
+step_pmrate() {
+  mkdir -p "$OUT/pmrate"
+  run timeout ${PMRATE_TIMEOUT:-240} $PY bench/launch_bound/parts.py --rounds ${PMRATE_ROUNDS:-6} \
+    --steps 3 --pin ${PIN:-3} --modes ${PMRATE_MODES:-untraced,floor,pm_alone,pm_alone_100us,pm_alone_1ms} \
+    --json "$OUT/pmrate/parts-pmrate.json"
 }
 
 step_pack() {

@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# run as a script, its own folder is on sys.path, not the repository root that holds bench/
+# (the 2026-11-27 re-recording lost both train recordings to "No module named 'bench'")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.launch_bound.trim import rows
 from perfdiff.schema.io import load_run_file, save_run_file
