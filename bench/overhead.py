@@ -10,6 +10,8 @@ the per-round ratios, and their median, are reported too. The order of the modes
 from round to round, so no mode always runs first or last.
 
 - bare: the workload alone.
+- floor (``--alternate`` only): CUPTI concurrent-kernel activity alone, its buffers recycled
+  unread: the cost any CUPTI kernel trace has (issue 13's floor).
 - perfdiff: ``run_collection`` with CUPTI activity (kernels, memcpy, memset, launch API
   records), PM sampling (2 default metrics, 5 us) and NVML (10 ms): what
   ``perfdiff collect`` runs.
@@ -17,7 +19,8 @@ from round to round, so no mode always runs first or last.
 - perfdiff-trace, perfdiff-trace-nvml, perfdiff-trace-pm: perfdiff with only some sources,
   to see where the overhead comes from (``--modes`` picks the modes); perfdiff-api: all
   sources, with launch API records instead of cycle boundary marks (the default before
-  2026-11-22; see perfdiff/collect/boundary_marks.py).
+  2026-11-22; see perfdiff/collect/boundary_marks.py); perfdiff-trace-nomem: without memcpy
+  and memset records; perfdiff-trace-alltraced, perfdiff-alltraced: no untraced cycles.
 
 Second design (``--alternate BLOCKS``): one process per instrumented mode, alternating blocks
 of bare cycles and cycles under the mode on the same model (see ``child_alternating``).
@@ -68,6 +71,12 @@ def settings_for(mode: str) -> Any:
         "perfdiff-trace-nvml": CollectSettings(pm_sampling=False),
         "perfdiff-trace-pm": CollectSettings(nvml=False),
         "perfdiff-api": CollectSettings(trace_api=True),
+        # where perfdiff-trace's cost above the CUPTI floor comes from (issue 13)
+        "perfdiff-trace-nomem": CollectSettings(pm_sampling=False, nvml=False,
+                                                trace_memory=False),
+        "perfdiff-trace-alltraced": CollectSettings(pm_sampling=False, nvml=False,
+                                                    untraced_every=0),
+        "perfdiff-alltraced": CollectSettings(untraced_every=0),
     }[mode]
 
 
@@ -125,6 +134,19 @@ def child(mode: str, cycles: int) -> None:
     print(json.dumps({"mode": mode, "cycle_ns": measured, **extra}))
 
 
+def cupti_floor() -> Any:
+    """CUPTI kernel activity alone, buffers recycled unread (bench/launch_bound/tools.Floor):
+    what any CUPTI-based kernel trace costs, the floor issue 13 sets perfdiff against."""
+    import os
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch_bound"))
+    from tools import Floor
+
+    tool = Floor()
+    tool.intake.register()
+    return tool
+
+
 def child_alternating(mode: str, cycles: int, blocks: int) -> None:
     """One process, one model: blocks of bare cycles alternating with blocks under ``mode``.
 
@@ -162,10 +184,18 @@ def child_alternating(mode: str, cycles: int, blocks: int) -> None:
             timing.inner = marker
             inner.run(timing, plan)
 
+    floor: list[Any] = []  # the CUPTI floor's callbacks, registered once per process
+
     def block(kind: str) -> list[int]:
         timing.durations = []
         if kind == "bare":
             Ready().run(NullMarker(), plan)
+        elif kind == "floor":
+            if not floor:
+                floor.append(cupti_floor())
+            floor[0].cupti.activity_enable(floor[0].cupti.ActivityKind.CONCURRENT_KERNEL)
+            Ready().run(NullMarker(), plan)
+            floor[0].stop()
         elif kind.startswith("perfdiff"):
             from perfdiff.collect.session import run_collection
             from perfdiff.collect.sources import open_sources
