@@ -4,7 +4,7 @@
 # accuracy checks (ncu, torch.profiler) and the overhead benchmark. Results go under $OUT.
 #
 # usage: scripts/gpu_check.sh STEP...   steps: install env clock smoke tests fixtures
-#        accuracy inprocess overhead overhead_alt kineto pmrate pack;
+#        accuracy inprocess overhead overhead_alt kineto pmrate early pack;
 #        "all" = install env clock tests fixtures accuracy overhead pack
 # Timings on the H100 test machine (2026-11-22): install 6-35 s, smoke 20 s, tests ~170 s (with
 # the user-program and benchmark tests), fixtures ~170 s, accuracy ~45-100 s, overhead ~240 s
@@ -116,6 +116,19 @@ step_pmrate() {
   run timeout ${PMRATE_TIMEOUT:-240} $PY bench/launch_bound/parts.py --rounds ${PMRATE_ROUNDS:-6} \
     --steps 3 --pin ${PIN:-3} --modes ${PMRATE_MODES:-untraced,floor,pm_alone,pm_alone_100us,pm_alone_1ms} \
     --json "$OUT/pmrate/parts-pmrate.json"
+}
+
+# issue 15: does CUPTI started at CUDA initialisation (where `perfdiff collect`'s child starts
+# it) change what a torch.profiler trace of the train program reads? (kineto_prog.py --cupti-early)
+step_early() {
+  mkdir -p "$OUT/early"
+  for rep in 1 2; do
+    for e in no model settle; do
+      run timeout 100 $PY scripts/gpu/kineto_prog.py --model train --variant normal --mode profiler \
+        --steps 22 --settle-s 20 --gap-ms 15 --cupti-early $e \
+        --out "$OUT/early/train-normal-early-$e-$rep.pt.trace.json.gz"
+    done
+  done
 }
 
 step_pack() {

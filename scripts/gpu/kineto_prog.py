@@ -386,6 +386,39 @@ def both(step: Callable[[], None], torch: Any, args: argparse.Namespace) -> int:
     return 0
 
 
+def cupti_on_early(torch: Any) -> Callable[[], None]:
+    """Switch CUPTI activity (kernels, memcpy, memset) on right after CUDA initialisation,
+    before the program allocates anything, as ``perfdiff collect``'s child does (it starts
+    CUPTI inside torch's lazy CUDA initialisation); returns the function that switches it off.
+
+    Why (``--cupti-early``, profiler mode only): the separate-process train recordings of
+    2026-11-27 read one memory-bound bf16 sum reduce kernel 2.0-2.5 % slower under ``perfdiff
+    collect`` than the torch.profiler process did, in all four pairs, while one process
+    recording both read it alike. In every other process CUPTI starts after the model's tensors
+    exist; if CUPTI's own device allocations at start move where those tensors land, a trace
+    taken with CUPTI started early should read the kernel as the perfdiff recording does.
+    """
+    from cupti import cupti
+
+    from perfdiff.collect.raw_intake import RawIntake
+
+    torch.cuda.init()
+    intake = RawIntake.for_cupti(cupti, lambda: int(cupti.get_timestamp()))
+    intake.register()
+    kinds = (cupti.ActivityKind.CONCURRENT_KERNEL, cupti.ActivityKind.MEMCPY,
+             cupti.ActivityKind.MEMSET)
+    for kind in kinds:
+        cupti.activity_enable(kind)
+
+    def off() -> None:
+        cupti.activity_flush_all(1)
+        for kind in kinds:
+            cupti.activity_disable(kind)
+        print(f"kineto_prog: early CUPTI off after {intake.records} records", file=sys.stderr)
+
+    return off
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=sorted(PROGRAMS), required=True)
@@ -406,14 +439,22 @@ def main() -> int:
     parser.add_argument("--gap-ms", type=float, default=0.0,
                         help="sleep this many ms after every step, inside its cycle (keeps the "
                              "GPU below its power cap)")
+    parser.add_argument("--cupti-early", choices=["no", "model", "settle"], default="no",
+                        help="profiler mode: CUPTI activity on from CUDA initialisation until "
+                             "the model is built, or until the settle ends (cupti_on_early)")
     args = parser.parse_args()
     import torch
 
     torch.manual_seed(0)
+    early_off = cupti_on_early(torch) if args.cupti_early != "no" else None
     step = gapped(PROGRAMS[args.model](torch, args.variant == "abnormal"), args.gap_ms)
     if args.mode == "both":
         return both(step, torch, args)  # settles inside the recording's setup
+    if early_off is not None and args.cupti_early == "model":
+        early_off()
     settle(step, torch, args.settle_s, args.settle_steps)
+    if early_off is not None and args.cupti_early == "settle":
+        early_off()
     total = WAIT + WARMUP + args.steps
     if args.mode == "perfdiff":
         import perfdiff
