@@ -136,15 +136,14 @@ def child(mode: str, cycles: int) -> None:
 
 def cupti_floor() -> Any:
     """CUPTI kernel activity alone, buffers recycled unread (bench/launch_bound/tools.Floor):
-    what any CUPTI-based kernel trace costs, the floor issue 13 sets perfdiff against."""
+    what any CUPTI-based kernel trace costs, the floor issue 13 sets perfdiff against. Its
+    ``start()``/``stop()`` go round each block, as ``tools.run_block`` uses them."""
     import os
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "launch_bound"))
     from tools import Floor
 
-    tool = Floor()
-    tool.intake.register()
-    return tool
+    return Floor()
 
 
 def child_alternating(mode: str, cycles: int, blocks: int) -> None:
@@ -184,7 +183,7 @@ def child_alternating(mode: str, cycles: int, blocks: int) -> None:
             timing.inner = marker
             inner.run(timing, plan)
 
-    floor: list[Any] = []  # the CUPTI floor's callbacks, registered once per process
+    floor: list[Any] = []  # the CUPTI floor tool, made at its first block
 
     def block(kind: str) -> list[int]:
         timing.durations = []
@@ -193,7 +192,7 @@ def child_alternating(mode: str, cycles: int, blocks: int) -> None:
         elif kind == "floor":
             if not floor:
                 floor.append(cupti_floor())
-            floor[0].cupti.activity_enable(floor[0].cupti.ActivityKind.CONCURRENT_KERNEL)
+            floor[0].start()
             Ready().run(NullMarker(), plan)
             floor[0].stop()
         elif kind.startswith("perfdiff"):
