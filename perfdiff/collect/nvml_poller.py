@@ -87,8 +87,13 @@ def _paused_after(data: bytes, paused: bool) -> bool:
     return paused
 
 
-class _Stopped(Exception):
-    """SIGTERM from the parent: write the last row and leave."""
+class _Stopped(BaseException):
+    """SIGTERM from the parent: write the last row and leave.
+
+    A BaseException, like KeyboardInterrupt: the handler raises it wherever the poller is,
+    most often inside an NVML read, and ``read_row`` turns every ``Exception`` of a read into
+    NaN. As an Exception it was swallowed there, the poller went on polling, and the parent's
+    stop waited its 10 s and killed it (seen once in a CPU test run, 2026-11-27)."""
 
 
 def _stop(signum: int, frame: Any) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import textwrap
 import time
 from pathlib import Path
@@ -143,3 +144,18 @@ def test_a_paused_poller_skips_its_polls_until_resumed(tmp_path: Path) -> None:
     inside = ts[(ts > paused_at + 20_000_000) & (ts < resumed_at)]
     assert inside.size == 0
     assert (ts < paused_at).sum() >= 3 and (ts > resumed_at).sum() >= 3
+
+
+def test_the_stop_signal_is_not_swallowed_by_a_failing_read() -> None:
+    """SIGTERM lands inside an NVML read more often than anywhere else; ``read_row`` turns a
+    read's Exception into NaN, so the poller's stop must get through it (a stop swallowed
+    there kept the poller polling until the parent killed it after 10 s)."""
+    from perfdiff.collect.nvml import NvmlQuantity, read_row
+    from perfdiff.collect.nvml_poller import _stop, _Stopped
+
+    def read(nv: object, handle: object) -> float:
+        _stop(signal.SIGTERM, None)  # the signal handler, run as the signal would run it
+        return 0.0
+
+    with pytest.raises(_Stopped):
+        read_row([NvmlQuantity("nvml.sm_clock", "MHz", read)], None, None)
