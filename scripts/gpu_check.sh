@@ -15,7 +15,8 @@
 # Env: OUT (results), FIX_INTERVAL (PM interval of the fixtures), ROUNDS/CYCLES/MODES
 # (overhead benchmark).
 # Wheels: .whl/ (cupti-python>=13.4 cp312, nvidia-cuda-cupti 13.4.x, pyelftools,
-# cuda-pathfinder, nvtx), prepared on a networked machine; see docs/howto/collect.md.
+# cuda-pathfinder, nvtx, and msgspec, which the GPU image lacks and the GPU tests import through
+# perfdiff's torch.profiler reader), prepared on a networked machine; see docs/howto/collect.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/perfdiff-gpu}
@@ -31,7 +32,7 @@ run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
 step_install() {
   run $PY -m pip install -q --no-deps --disable-pip-version-check \
     .whl/cupti_python-*cp312*.whl .whl/nvidia_cuda_cupti-*.whl .whl/pyelftools-*.whl \
-    .whl/cuda_pathfinder-*.whl .whl/nvtx-*cp312*.whl
+    .whl/cuda_pathfinder-*.whl .whl/nvtx-*cp312*.whl .whl/msgspec-*cp312*.whl
   run $PY -m pip install -q --no-deps --no-build-isolation --disable-pip-version-check -e .
 }
 
