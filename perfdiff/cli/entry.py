@@ -34,6 +34,8 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
                         "--spread-factor", "--target", "-o"}),
     "merge": frozenset({"--output", "-o"}),
     "import": frozenset({"--cycle-range", "--output", "-o"}),
+    "ranks": frozenset({"--alpha", "--cycle-range", "--format", "--gpu-cv-pct", "--output",
+                        "--threshold", "--top", "-o"}),
 }
 FLAG_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset({"--force", "--seed-compatible"}),
@@ -41,9 +43,10 @@ FLAG_OPTIONS: dict[str, frozenset[str]] = {
     "bench": frozenset({"--force", "--plain"}),
     "merge": frozenset({"--force", "--no-force"}),
     "import": frozenset(),
+    "ranks": frozenset(),
 }
 # LatencyPrism '*_perf_data' folders (compare) and folders of per-rank torch.profiler traces
-FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import"})
+FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import", "ranks"})
 
 
 def input_arguments(argv: list[str]) -> list[str] | None:
