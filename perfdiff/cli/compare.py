@@ -84,6 +84,10 @@ def compare(
         "--cycle-range", metavar="NAME", help="torch.profiler traces: cycles are the "
         "user_annotation (record_function) or gpu_user_annotation ranges named NAME instead "
         "of ProfilerStep#N.")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", metavar="ADDRESS", help="Sharded runs: map the ranks on this Dask "
+        "scheduler (tcp://host:8786; default: DASK_SCHEDULER_ADDRESS, else in-process or a "
+        "local cluster by size).")] = None,
 ) -> None:
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
     code = run_compare(CompareArgs(
@@ -91,7 +95,7 @@ def compare(
         top=top, rows=rows, alpha=alpha, threshold=threshold, run_cv_pct=run_cv_pct,
         fail_on_regression=fail_on_regression, plots=plots, seed_compatible=seed_compatible,
         force=force, label_normal=label_normal, label_abnormal=label_abnormal,
-        cycle_range=cycle_range))
+        cycle_range=cycle_range, scheduler=scheduler))
     if code:
         raise typer.Exit(code)
 

@@ -62,6 +62,7 @@ class CompareArgs:
     label_normal: str = "normal"
     label_abnormal: str = "abnormal"
     cycle_range: str | None = None
+    scheduler: str | None = None  # Dask scheduler for sharded runs (perfdiff.engine)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "--label-normal": OptionSpec("label_normal", "str"),
     "--label-abnormal": OptionSpec("label_abnormal", "str"),
     "--cycle-range": OptionSpec("cycle_range", "str"),
+    "--scheduler": OptionSpec("scheduler", "str"),
 }
 _PLAIN_INT = re.compile(r"0|[1-9][0-9]*")
 _PLAIN_DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
@@ -163,9 +165,11 @@ def run_compare(args: CompareArgs) -> int:
 
     for path in (args.normal, args.abnormal):  # before the heavy imports: a missing file
         require_input(path, folder_ok=True)
-    from perfdiff.analysis.entry import compare_inputs_and_sides
     from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
+    from perfdiff.cli.progress import rank_progress
+    from perfdiff.engine.run import compare_paths
+    from perfdiff.engine.settings import EngineSettings
     from perfdiff.output import write_atomic
     from perfdiff.report.gate import regression_lines
     from perfdiff.report.json_report import render_json
@@ -178,9 +182,12 @@ def run_compare(args: CompareArgs) -> int:
         from perfdiff.report.figures import ensure_plotting
 
         ensure_plotting()
-    comparison, sides = compare_inputs_and_sides(args.normal, args.abnormal, options,
-                                                 (args.label_normal, args.label_abnormal),
-                                                 cycle_range=args.cycle_range)
+    with rank_progress() as progress:
+        comparison, sides = compare_paths(args.normal, args.abnormal, options,
+                                          (args.label_normal, args.label_abnormal),
+                                          cycle_range=args.cycle_range,
+                                          settings=EngineSettings(scheduler=args.scheduler),
+                                          progress=progress)
     output, output_format = args.output, args.output_format
     figures_dir = figures_folder(args.plots, output)
     figures = _figures(comparison, sides, figures_dir, output_format)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset({"--alpha", "--cycle-range", "--fail-on-regression", "--format",
                           "--label-abnormal", "--label-normal", "--output", "--plots", "--rows",
-                          "--run-cv-pct", "--threshold", "--top", "-o"}),
+                          "--run-cv-pct", "--scheduler", "--threshold", "--top", "-o"}),
     "kernels": frozenset({"--by", "--cycle", "--format", "--names", "--output", "--run",
                           "--top", "-o"}),
     "bench": frozenset({"--alpha", "--baseline", "--fail-on-regression", "--format",
@@ -35,7 +35,7 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "merge": frozenset({"--output", "-o"}),
     "import": frozenset({"--cycle-range", "--output", "-o"}),
     "ranks": frozenset({"--alpha", "--cycle-range", "--format", "--gpu-cv-pct", "--output",
-                        "--threshold", "--top", "-o"}),
+                        "--scheduler", "--threshold", "--top", "-o"}),
 }
 FLAG_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset({"--force", "--seed-compatible"}),

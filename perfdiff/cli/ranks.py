@@ -39,18 +39,26 @@ def ranks(
     cycle_range: Annotated[str | None, typer.Option(
         "--cycle-range", help="torch.profiler traces: the annotation that cuts cycles.")]
     = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", metavar="ADDRESS", help="Sharded runs: map the ranks on this Dask "
+        "scheduler (default: DASK_SCHEDULER_ADDRESS, else in-process or a local cluster by "
+        "size).")] = None,
 ) -> None:
     """Set each rank of one job against the others: name the straggler and its kernels."""
     from perfdiff.inputs import require_input
 
     require_input(run, folder_ok=True)  # before the heavy imports: a missing file in a blink
-    from perfdiff.analysis.ranks.entry import ranks_of_input
     from perfdiff.analysis.ranks.model import RanksOptions
+    from perfdiff.cli.progress import rank_progress
+    from perfdiff.engine.run import ranks_of_path
+    from perfdiff.engine.settings import EngineSettings
     from perfdiff.report.ranks import render_ranks_json, render_ranks_markdown
 
     options = RanksOptions(alpha=alpha, practical_threshold_pct=threshold,
                            gpu_cv_pct=gpu_cv_pct, top=top)
-    report = ranks_of_input(run, options, cycle_range=cycle_range)
+    with rank_progress() as progress:
+        report = ranks_of_path(run, options, cycle_range=cycle_range,
+                               settings=EngineSettings(scheduler=scheduler), progress=progress)
     text = (render_ranks_json(report) if output_format is OutputFormat.json
             else render_ranks_markdown(report))
     if output is None:
