@@ -41,8 +41,8 @@ FLAG_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset({"--force", "--seed-compatible"}),
     "kernels": frozenset({"--all", "--include-warmup", "--markdown", "--plain"}),
     "bench": frozenset({"--force", "--plain"}),
-    "merge": frozenset({"--force", "--no-force"}),
-    "import": frozenset(),
+    "merge": frozenset({"--force", "--no-force", "--shards"}),
+    "import": frozenset({"--shards"}),
     "ranks": frozenset(),
 }
 # LatencyPrism '*_perf_data' folders (compare) and folders of per-rank torch.profiler traces

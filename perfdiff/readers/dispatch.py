@@ -12,6 +12,7 @@ from perfdiff.errors import InputError
 from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_profiler
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
+from perfdiff.schema.shards import is_sharded_run, load_sharded_run
 
 
 def load_trace(path: str | Path, *, cycle_range: str | None = None) -> RunFile | None:
@@ -27,7 +28,13 @@ def load_trace(path: str | Path, *, cycle_range: str | None = None) -> RunFile |
 
 
 def load_input(path: str | Path, *, cycle_range: str | None = None) -> RunFile:
-    """A run file, from a perfdiff run file or a torch.profiler trace."""
+    """A run file, from a perfdiff run file, a sharded run folder (joined whole:
+    ``schema.shards``) or a torch.profiler trace."""
+    if is_sharded_run(path):
+        if cycle_range is not None:
+            raise InputError(f"{path}: --cycle-range applies to torch.profiler traces only; a "
+                             "sharded run already has its cycles")
+        return load_sharded_run(path)
     converted = load_trace(path, cycle_range=cycle_range)
     return converted if converted is not None else load_run_file(path)
 

@@ -182,6 +182,20 @@ def skeleton_run_file(sharded: ShardedRun) -> RunFile:
     return replace(parts[0], runs=tuple(p.runs[0] for p in parts))
 
 
+def load_sharded_run(folder: str | Path) -> RunFile:
+    """Every shard joined into one run file (for the commands that need the whole run at
+    once: ``kernels``, ``merge``); ``compare`` and ``ranks`` read shard by shard instead."""
+    sharded = read_manifest(folder)
+    parts = [load_shard(sharded, entry) for entry in sharded.entries]
+    first = parts[0]
+    for entry, part in zip(sharded.entries[1:], parts[1:], strict=True):
+        if part.strings != first.strings or part.environment != first.environment:
+            raise InputError(f"{sharded.folder / entry.file}: its kernel names or GPUs differ "
+                             f"from {sharded.entries[0].file}'s: the shards are not of one "
+                             "run; re-write them")
+    return replace(first, runs=tuple(p.runs[0] for p in parts))
+
+
 def write_shards(run_file: RunFile, folder: str | Path, *,
                  inputs: tuple[str | Path, ...] = ()) -> Path:
     """Write ``run_file`` as a sharded run into ``folder`` (one shard per run, manifest last).
@@ -191,11 +205,14 @@ def write_shards(run_file: RunFile, folder: str | Path, *,
     """
     pa, pq = _parquet()
     target = Path(folder)
-    if target.exists() and not target.is_dir():
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
         from perfdiff.errors import OutputError
 
-        raise OutputError(f"{target}: exists and is not a folder; sharded runs are folders, "
-                          "pass a folder path to -o")
+        # Replacing shards one by one would leave a folder of old and new shards if the
+        # write stopped half-way: a sharded run is written into a new (or empty) folder only.
+        what = "is not empty" if target.is_dir() else "is not a folder"
+        raise OutputError(f"{target}: {what}; a sharded run is written into a new folder: "
+                          "pass another path to -o or remove this one")
     width = max(5, len(str(len(run_file.runs))))
     entries = []
     for position, run in enumerate(run_file.runs):
@@ -225,4 +242,4 @@ def _shard_bytes(pa: Any, pq: Any, run_file: RunFile, run: Run) -> bytes:
 
 
 __all__ = ["MANIFEST", "ShardEntry", "ShardedRun", "is_sharded_run", "load_shard",
-           "read_manifest", "skeleton_run_file", "write_shards"]
+           "load_sharded_run", "read_manifest", "skeleton_run_file", "write_shards"]

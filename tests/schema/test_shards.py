@@ -110,3 +110,12 @@ def test_writing_over_a_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OutputError, match="not a folder"):
         write_shards(make_job(2), target)
     assert target.read_text() == "a report"
+
+
+def test_writing_into_a_folder_that_holds_something_is_refused(tmp_path: Path) -> None:
+    """Shards replaced one by one would mix two runs if the write stopped half-way."""
+    folder = write_shards(make_job(2, seed=1), tmp_path / "job")
+    before = sorted((p.name, p.read_bytes()) for p in folder.iterdir())
+    with pytest.raises(OutputError, match="is not empty"):
+        write_shards(make_job(3, seed=2), folder)
+    assert sorted((p.name, p.read_bytes()) for p in folder.iterdir()) == before
