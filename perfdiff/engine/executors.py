@@ -1,9 +1,10 @@
 """Where the map runs: in this process, one shard after another, or on a Dask cluster.
 
-Why both: on a small sharded run, starting a cluster costs more than the work (bench/README.md,
-"Ranks on Dask": the threshold below is measured there); the in-process path reads one shard at
-a time too, so its memory is also bounded by the largest rank, not by the job. Past the
-threshold a ``LocalCluster`` sized to the machine runs the shards in parallel; ``--scheduler``
+Why both: on a small sharded run, or on a machine of few cores, starting a cluster costs more
+than it gives (bench/README.md, "Ranks on Dask": ``EngineSettings.local_cluster`` says when);
+the in-process path reads one shard at a time too, so its memory is also bounded by the
+largest rank, not by the job. Past that, a ``LocalCluster`` sized to the machine runs the
+shards in parallel; ``--scheduler``
 (or Dask's own ``DASK_SCHEDULER_ADDRESS``) sends them to an existing cluster, whose workers must
 see the run's folder at the same path.
 
@@ -92,7 +93,7 @@ def _task_error(exc: BaseException, folder: str) -> BaseException:
 def open_executor(settings: EngineSettings, launches: int) -> Iterator[Executor]:
     """The executor for a map over ``launches`` launches (module docstring)."""
     address = settings.address()
-    if address is None and launches <= settings.in_process_max_launches:
+    if address is None and not settings.local_cluster(launches):
         yield InProcess()
         return
     try:

@@ -203,28 +203,47 @@ def write_shards(run_file: RunFile, folder: str | Path, *,
     Every file goes through :func:`perfdiff.output.write_atomic`; the manifest is written
     after every shard, so a folder interrupted half-way has no manifest and is not a run.
     """
-    pa, pq = _parquet()
-    target = Path(folder)
-    if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        from perfdiff.errors import OutputError
+    writer = ShardWriter(folder, len(run_file.runs), inputs=inputs)
+    for run in run_file.runs:
+        writer.add(run_file, run)
+    return writer.finish()
 
-        # Replacing shards one by one would leave a folder of old and new shards if the
-        # write stopped half-way: a sharded run is written into a new (or empty) folder only.
-        what = "is not empty" if target.is_dir() else "is not a folder"
-        raise OutputError(f"{target}: {what}; a sharded run is written into a new folder: "
-                          "pass another path to -o or remove this one")
-    width = max(5, len(str(len(run_file.runs))))
-    entries = []
-    for position, run in enumerate(run_file.runs):
-        name = f"run-{position:0{width}d}.parquet"
-        write_atomic(target / name, _shard_bytes(pa, pq, run_file, run), inputs=inputs,
-                     what="a shard")
-        entries.append({"file": name, "run_index": run.index, "pid": run.pid, "rank": run.rank,
-                        "launches": int(run.kernels.name_id.shape[0])})
-    manifest = {"format": SHARDS_FORMAT, "version": SHARDS_VERSION, "shards": entries}
-    write_atomic(target / MANIFEST, json.dumps(manifest, indent=1) + "\n", inputs=inputs,
-                 what="the shard manifest")
-    return target
+
+class ShardWriter:
+    """Writes a sharded run one run at a time (a job too large to hold whole is written rank
+    by rank: ``bench/ranks/generate.py``), then the manifest."""
+
+    def __init__(self, folder: str | Path, n_runs: int, *,
+                 inputs: tuple[str | Path, ...] = ()) -> None:
+        self.target = Path(folder)
+        if self.target.exists() and (not self.target.is_dir() or any(self.target.iterdir())):
+            from perfdiff.errors import OutputError
+
+            # Replacing shards one by one would leave a folder of old and new shards if the
+            # write stopped half-way: a sharded run is written into a new (or empty) folder.
+            what = "is not empty" if self.target.is_dir() else "is not a folder"
+            raise OutputError(f"{self.target}: {what}; a sharded run is written into a new "
+                              "folder: pass another path to -o or remove this one")
+        self.width = max(5, len(str(n_runs)))
+        self.inputs = inputs
+        self.entries: list[dict[str, Any]] = []
+
+    def add(self, run_file: RunFile, run: Run) -> None:
+        """Write ``run`` (with ``run_file``'s header, strings and environment) as the next
+        shard."""
+        pa, pq = _parquet()
+        name = f"run-{len(self.entries):0{self.width}d}.parquet"
+        write_atomic(self.target / name, _shard_bytes(pa, pq, run_file, run),
+                     inputs=self.inputs, what="a shard")
+        self.entries.append({"file": name, "run_index": run.index, "pid": run.pid,
+                             "rank": run.rank, "launches": int(run.kernels.name_id.shape[0])})
+
+    def finish(self) -> Path:
+        """Write the manifest: from now on the folder is a run."""
+        manifest = {"format": SHARDS_FORMAT, "version": SHARDS_VERSION, "shards": self.entries}
+        write_atomic(self.target / MANIFEST, json.dumps(manifest, indent=1) + "\n",
+                     inputs=self.inputs, what="the shard manifest")
+        return self.target
 
 
 def _shard_bytes(pa: Any, pq: Any, run_file: RunFile, run: Run) -> bytes:
@@ -241,5 +260,5 @@ def _shard_bytes(pa: Any, pq: Any, run_file: RunFile, run: Run) -> bytes:
 
 
 
-__all__ = ["MANIFEST", "ShardEntry", "ShardedRun", "is_sharded_run", "load_shard",
+__all__ = ["MANIFEST", "ShardEntry", "ShardWriter", "ShardedRun", "is_sharded_run", "load_shard",
            "load_sharded_run", "read_manifest", "skeleton_run_file", "write_shards"]

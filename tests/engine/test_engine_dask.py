@@ -85,7 +85,7 @@ def cluster() -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
 
 def test_local_cluster_gives_the_in_process_report(job_pair: tuple[Path, Path],
                                                    in_process_report: str) -> None:
-    settings = EngineSettings(in_process_max_launches=0, workers=2)
+    settings = EngineSettings(in_process_max_launches=0, workers=2, min_cores=2)
     comparison, _ = compare_paths(*job_pair, settings=settings)
     assert render_json(comparison) == in_process_report
 

@@ -96,3 +96,13 @@ def test_small_inputs_do_not_load_dask() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=ROOT, check=True, timeout=300)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_when_a_local_cluster_starts() -> None:
+    """Measured (bench/README.md): on 2 cores the in-process map wins at every size."""
+    from perfdiff.engine.settings import EngineSettings
+
+    assert not EngineSettings(workers=2).local_cluster(10**9)
+    assert not EngineSettings(workers=8).local_cluster(1_000_000)
+    assert EngineSettings(workers=8).local_cluster(100_000_000)
+    assert EngineSettings(workers=2, min_cores=2, in_process_max_launches=0).local_cluster(1)
