@@ -76,15 +76,10 @@ def main() -> None:
         backend.start()
     clock = backend.clock_ns
     phases = []
-    for phase in ("plain", "eager", "after_toggle", "plain2"):
-        if phase == "after_toggle":
-            backend.pause()
-            graph.replay()
-            torch.cuda.synchronize()
-            backend.resume()
-        t0 = clock()
-        walls = []
-        for _ in range(20):
+
+    def replays(phase: str, n: int) -> None:
+        t0, walls = clock(), []
+        for _ in range(n):
             w = time.perf_counter()
             if phase == "eager":
                 with torch.no_grad():
@@ -93,15 +88,35 @@ def main() -> None:
                 graph.replay()
             torch.cuda.synchronize()
             walls.append(time.perf_counter() - w)
-        phases.append((phase, t0, clock(), sorted(walls)[10] * 1e6))
+        phases.append((phase, t0, clock(), sorted(walls)[len(walls) // 2] * 1e6, n))
+
+    replays("plain", 20)
+    replays("eager", 20)
+    for flush in (False, True, False, True):
+        replays(f"before_pause_flush{int(flush)}", 5)
+        if flush:
+            backend.pause()  # flushes, then switches off (the fix)
+        else:  # switched off without a flush, as perfdiff did before 2026-11-28
+            for kind in backend._enabled:
+                backend._cupti.activity_disable(kind)
+        graph.replay()
+        torch.cuda.synchronize()
+        backend.resume()
+        replays(f"after_resume_flush{int(flush)}", 5)
     raw = backend.stop()
     cols = raw.as_columns()
     kernels = [(cols.names.get(int(k["name_key"]), "?"), int(k["start"]), int(k["end"]),
                 int(k["stream"])) for k in cols.kernels]
+    per_replay = defaultdict(list)
+    for k in cols.kernels:
+        per_replay[int(k["correlation_id"])].append((int(k["start"]), int(k["end"])))
     out = {"when": a.when, "intake": a.intake, "dtype": a.dtype, "warnings": backend.warnings,
            "phases": {}}
-    for phase, t0, t1, wall in phases:
-        out["phases"][phase] = {"median_wall_us": round(wall, 1), **stats(kernels, t0, t1, 20)}
+    for phase, t0, t1, wall, n in phases:
+        reps = sorted(v for v in per_replay.values() if t0 <= min(s for s, _ in v) < t1)
+        summary = [(len(v), round(sum(e - s for s, e in v) / 1e3, 1)) for v in reps]
+        out["phases"][phase] = {"median_wall_us": round(wall, 1), **stats(kernels, t0, t1, n),
+                                "replays_n_busy_us": summary}
     print("GRAPHPROBE " + json.dumps(out), flush=True)
 
 
