@@ -83,7 +83,8 @@ def compare(
     cycle_range: Annotated[str | None, typer.Option(
         "--cycle-range", metavar="NAME", help="torch.profiler traces: cycles are the "
         "user_annotation (record_function) or gpu_user_annotation ranges named NAME instead "
-        "of ProfilerStep#N.")] = None,
+        "of ProfilerStep#N; nsys exports: the NVTX ranges whose text matches the regular "
+        "expression NAME.")] = None,
 ) -> None:
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
     code = run_compare(CompareArgs(
