@@ -236,3 +236,20 @@ def test_every_fixture_reads_or_says_one_line() -> None:
             read_nsys(path)
         except PerfdiffError as exc:
             assert "\n" not in str(exc)
+
+
+def test_nested_ranges_keep_the_outer_one() -> None:
+    from perfdiff.readers.nsys.cycles import range_cycles
+
+    warnings: list[str] = []
+    cycles = range_cycles(np.array([0, 0, 20, 25]), np.array([5, 10, 30, 28]), "step",
+                          warnings)
+    assert cycles.start.tolist() == [0, 20] and cycles.end.tolist() == [10, 30]
+    assert warnings and "2 NVTX ranges" in warnings[0]
+
+
+def test_a_name_that_is_not_text_is_refused(tmp_path: Path) -> None:
+    copy = _mutated(tmp_path, "UPDATE StringIds SET value = x'00ff' WHERE id IN (SELECT "
+                              "demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1);")
+    with pytest.raises(InputError, match="where a kernel name belongs"):
+        read_nsys(copy)

@@ -146,7 +146,11 @@ def kernel_names(export: Export, kernels: Activity) -> dict[int, tuple[str, str]
         marks = ", ".join("?" * len(part))
         for key, value in export.rows(
                 f"SELECT id, value FROM {STRINGS_TABLE} WHERE id IN ({marks})", part):
-            text[int(key)] = str(value)
+            if not isinstance(value, str):
+                raise InputError(f"{export.where()}: {STRINGS_TABLE} id {key} holds "
+                                 f"{value!r} where a kernel name belongs; the file is "
+                                 "damaged; export the report again")
+            text[int(key)] = value
     names: dict[int, tuple[str, str]] = {}
     for demangled_id in np.unique(kernels.extra["demangledName"]).tolist():
         demangled = text.get(demangled_id)

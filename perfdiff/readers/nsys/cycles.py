@@ -117,7 +117,7 @@ def range_cycles(starts: IntArray, ends: IntArray, label: str,
                  warnings: list[str]) -> Cycles:
     """Sorted, disjoint cycles from matched ranges: a range that starts inside the previous
     kept one (nested, or the same name on another thread) is left out and counted."""
-    order = np.lexsort((ends, starts))
+    order = np.lexsort((-ends, starts))  # by start; of two with one start, the longer first
     kept_start: list[int] = []
     kept_end: list[int] = []
     for s, e in zip(starts[order].tolist(), ends[order].tolist(), strict=True):
