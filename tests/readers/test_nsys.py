@@ -253,3 +253,25 @@ def test_a_name_that_is_not_text_is_refused(tmp_path: Path) -> None:
                               "demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1);")
     with pytest.raises(InputError, match="where a kernel name belongs"):
         read_nsys(copy)
+
+
+def test_without_launch_records_says_so(tmp_path: Path) -> None:
+    copy = _mutated(tmp_path, "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME;")
+    with pytest.raises(InputError, match="has a CUDA API launch record"):
+        read_nsys(copy)
+
+
+def test_some_records_without_launch_are_counted(tmp_path: Path) -> None:
+    copy = _mutated(tmp_path, "DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE correlationId IN "
+                              "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL "
+                              "ORDER BY start DESC LIMIT 3);")
+    run_file = read_nsys(copy)
+    assert any("3 of" in w and "no CUDA API launch record" in w
+               for w in run_file.collection.warnings)
+    assert int((run_file.runs[0].kernels.cycle == -1).sum()) >= 3
+
+
+def test_odd_characters_in_the_path(tmp_path: Path) -> None:
+    odd = tmp_path / "a?b#c %20.sqlite"
+    shutil.copyfile(CLOVERLEAF, odd)
+    assert read_nsys(odd).runs[0].kernels.name_id.size == 1312

@@ -14,7 +14,7 @@ import numpy as np
 
 from perfdiff import __version__
 from perfdiff.errors import InputError
-from perfdiff.readers.nsys.activity import Activity
+from perfdiff.readers.nsys.activity import NO_LAUNCH, Activity
 from perfdiff.readers.nsys.cycles import Cycles, NvtxRanges, assign, detected_cycles, range_cycles
 from perfdiff.readers.nsys.machine import Machine
 from perfdiff.readers.nsys.tables import MEMCPY_KINDS
@@ -121,6 +121,17 @@ def _cycle_advice(ranges: NvtxRanges | None) -> str:
 
 def _process_cycles(data: Gathered, local: IntArray, pid: int,
                     ranges: NvtxRanges | None) -> Cycles | str:
+    launched = [launch[activity.pid == pid] for activity, launch in
+                zip((data.kernels, data.memcpy, data.memset), data.launches, strict=True)]
+    total = sum(int(t.size) for t in launched)
+    missing = sum(int((t == NO_LAUNCH).sum()) for t in launched)
+    if missing == total:
+        return (f"none of its {total} GPU records has a CUDA API launch record "
+                "(CUPTI_ACTIVITY_KIND_RUNTIME with the same correlationId), so no cycle can "
+                "be told; record with `nsys profile --trace=cuda`")
+    if missing:
+        data.warnings.append(f"process {pid}: {missing} of {total} GPU records have no CUDA "
+                             "API launch record and are outside every cycle")
     if ranges is not None:
         found = ranges.by_pid.get(pid)
         if found is None:
