@@ -275,3 +275,38 @@ def test_odd_characters_in_the_path(tmp_path: Path) -> None:
     odd = tmp_path / "a?b#c %20.sqlite"
     shutil.copyfile(CLOVERLEAF, odd)
     assert read_nsys(odd).runs[0].kernels.name_id.size == 1312
+
+
+def test_gpu_metric_arithmetic_on_synthetic_rows(tmp_path: Path) -> None:
+    """SYNTHETIC rows (no public export recorded with --gpu-metrics-devices was found, see
+    bench/README.md), in the two tables' documented columns, added to a real export to check
+    the arithmetic: a sample holds until the next one, so it is stamped with the next
+    sample's time; the last is dropped; a value that is not a number is NaN, not 0; another
+    GPU's samples are left out; samples far outside the run are clipped."""
+    kernels_start, kernels_end = 0, 0
+    with sqlite3.connect(CLOVERLEAF) as db:
+        kernels_start, kernels_end = db.execute(
+            "SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    step = 100_000
+    stamps = list(range(kernels_start, kernels_start + 6 * step, step))
+    rows = [(t, 0x100, 1, v) for t, v in zip(stamps, [10, 20, "x", 40, 50, 60], strict=True)]
+    rows += [(t, 0x101, 1, 99) for t in stamps]  # GPU 1: not used by the run
+    rows += [(kernels_end + 10**12, 0x100, 1, 70)]  # 1000 s after the run
+    copy = tmp_path / "metrics.sqlite"
+    shutil.copyfile(CLOVERLEAF, copy)
+    with sqlite3.connect(copy) as db:
+        db.execute("CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, "
+                   "typeName TEXT, metricId INTEGER, metricName TEXT)")
+        db.execute("INSERT INTO TARGET_INFO_GPU_METRICS VALUES (256, 0, 'GPU 0', 1, "
+                   "'SMs Active [Throughput %]'), (257, 0, 'GPU 1', 1, "
+                   "'SMs Active [Throughput %]')")
+        db.execute("CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER, "
+                   "metricId INTEGER, value INTEGER)")
+        db.executemany("INSERT INTO GPU_METRICS VALUES (?, ?, ?, ?)", rows)
+    (series,) = read_nsys(copy).runs[0].metrics
+    assert (series.name, series.unit, series.source, series.device) == (
+        "SMs Active [Throughput %]", "pct", "imported", 0)
+    assert series.interval_ns == step
+    assert series.timestamps_ns.tolist() == stamps[1:]
+    assert series.values[:2].tolist() == [10.0, 20.0] and np.isnan(series.values[2])
+    assert series.values[3:].tolist() == [40.0, 50.0]

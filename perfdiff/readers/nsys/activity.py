@@ -178,7 +178,7 @@ def launch_times(export: Export, activities: list[Activity]) -> list[IntArray]:
                     ("start", "correlationId", f"((globalTid >> {PID_SHIFT}) & {PID_MASK})"),
                     f"WHERE correlationId IN ({wanted})")
     key = (rows[:, 2] << 32) | (rows[:, 1] & 0xFFFFFFFF)
-    order = np.argsort(key, kind="stable")
+    order = np.lexsort((rows[:, 0], key))  # of two calls with one key, the earlier first
     key, start = key[order], rows[order, 0]
     out = []
     for activity in activities:

@@ -58,8 +58,9 @@ def build_run_file(data: Gathered, where: str, ranges: NvtxRanges | None,
     """The run file of an export: a run per process that has GPU work and cycles."""
     name_ids = sorted(data.names, key=lambda i: data.names[i][1])
     position = {old: new for new, old in enumerate(name_ids)}
-    local = np.asarray([position[int(i)] for i in data.kernels.extra["demangledName"].tolist()],
-                       dtype=np.int64)
+    ids, inverse = np.unique(data.kernels.extra["demangledName"], return_inverse=True)
+    local = np.asarray([position[int(i)] for i in ids.tolist()],
+                       dtype=np.int64)[inverse.reshape(-1)] if ids.size else ids
     pids = sorted(set(data.kernels.pid.tolist()) | set(data.memcpy.pid.tolist())
                   | set(data.memset.pid.tolist()))
     if not pids:

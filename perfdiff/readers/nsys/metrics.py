@@ -11,8 +11,11 @@ out. The GPU is the low byte of ``typeId``. The unit is the bracket at the end o
 
 from __future__ import annotations
 
+import sqlite3
+
 import numpy as np
 
+from perfdiff.errors import InputError
 from perfdiff.readers.nsys.activity import int_rows
 from perfdiff.readers.nsys.database import Export
 from perfdiff.readers.nsys.tables import (
@@ -34,40 +37,55 @@ def metric_unit(name: str) -> str:
 
 
 def read_metrics(export: Export, devices: set[int], warnings: list[str]) -> list[MetricSeries]:
-    """Every GPU metric of the given devices as a series (none when not recorded)."""
-    if not export.has(METRICS_TABLE) or not export.has(METRIC_NAMES_TABLE):
+    """Every GPU metric of the given devices as a series (none when not recorded).
+
+    One pass over ``GPU_METRICS`` (it holds every sample of every metric: tens of millions of
+    rows at 10 kHz), in chunks; a value that is not a number (NULL, text) becomes NaN, a
+    missing sample, never 0."""
+    if not devices or not export.has(METRICS_TABLE) or not export.has(METRIC_NAMES_TABLE):
         return []
     export.require(METRICS_TABLE, ("timestamp", "typeId", "metricId", "value"))
     export.require(METRIC_NAMES_TABLE, ("typeId", "metricId", "metricName"))
     names = {(int(t), int(m)): str(n) for t, m, n in export.rows(
-        f"SELECT typeId, metricId, metricName FROM {METRIC_NAMES_TABLE}")
+        f"SELECT DISTINCT typeId, metricId, metricName FROM {METRIC_NAMES_TABLE}")
         if isinstance(t, int) and isinstance(m, int)}
+    gpus = ", ".join(str(int(d)) for d in sorted(devices))
+    where = f"WHERE (typeId & {METRIC_GPU_MASK}) IN ({gpus})"
+    keys = int_rows(export, METRICS_TABLE, ("typeId", "metricId", "timestamp"), where)
+    values = _values(export, where)
+    order = np.lexsort((keys[:, 2], keys[:, 1], keys[:, 0]))
+    keys, values = keys[order], values[order]
     series: list[MetricSeries] = []
-    for (type_id, metric_id), name in sorted(names.items()):
+    bounds = np.flatnonzero((np.diff(keys[:, 0]) != 0) | (np.diff(keys[:, 1]) != 0)) + 1
+    for part in np.split(np.arange(keys.shape[0]), bounds):
+        if part.size < 2:
+            continue
+        type_id, metric_id = int(keys[part[0], 0]), int(keys[part[0], 1])
+        name = names.get((type_id, metric_id), f"metric {metric_id}")
         device = type_id & METRIC_GPU_MASK
-        if device not in devices:
-            continue
-        stamps = int_rows(export, METRICS_TABLE, ("timestamp",),
-                          "WHERE typeId = ? AND metricId = ? ORDER BY timestamp",
-                          (type_id, metric_id))[:, 0]
-        values = _values(export, type_id, metric_id)
-        if stamps.shape[0] < 2:
-            continue
-        keep = np.isfinite(values[:-1])
+        stamps, vals = keys[part, 2], values[part]
         step = np.diff(stamps)
         if int(step.min()) <= 0:
             warnings.append(f"GPU metric {name!r} (GPU {device}) has two samples at one time; "
                             "it was left out")
             continue
-        interval = int(np.median(step))
         series.append(MetricSeries(
             name=name, unit=metric_unit(name), source="imported", device=device,
-            timestamps_ns=stamps[1:][keep], values=values[:-1][keep], interval_ns=interval))
+            timestamps_ns=stamps[1:], values=vals[:-1], interval_ns=int(np.median(step))))
     return series
 
 
-def _values(export: Export, type_id: int, metric_id: int) -> np.ndarray:
-    rows = export.rows(f"SELECT value FROM {METRICS_TABLE} WHERE typeId = ? AND metricId = ? "
-                       "ORDER BY timestamp", (type_id, metric_id))
-    return np.asarray([v if isinstance(v, (int, float)) and not isinstance(v, bool)
-                       else np.nan for (v,) in rows], dtype=np.float64)
+def _values(export: Export, where: str) -> np.ndarray:
+    """The ``value`` column as float64, NaN where it is not a number."""
+    chunks: list[np.ndarray] = []
+    try:
+        cursor = export.connection.execute(
+            f"SELECT CASE WHEN typeof(value) IN ('integer', 'real') THEN value END "
+            f"FROM {METRICS_TABLE} {where}")
+        while batch := cursor.fetchmany(65536):
+            chunks.append(np.asarray([np.nan if v is None else v for (v,) in batch],
+                                     dtype=np.float64))
+    except sqlite3.DatabaseError as exc:
+        raise InputError(f"{export.where()}: table {METRICS_TABLE} cannot be read ({exc}); "
+                         "the file is damaged or truncated; export the report again") from None
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.float64)
