@@ -56,8 +56,10 @@ def ranks(
 
     options = RanksOptions(alpha=alpha, practical_threshold_pct=threshold,
                            gpu_cv_pct=gpu_cv_pct, top=top)
+    from perfdiff.readers.dispatch import ReadOptions
+
     with rank_progress() as progress:
-        report = ranks_of_path(run, options, cycle_range=cycle_range,
+        report = ranks_of_path(run, options, read=ReadOptions(cycle_range=cycle_range),
                                settings=EngineSettings(scheduler=scheduler), progress=progress)
     text = (render_ranks_json(report) if output_format is OutputFormat.json
             else render_ranks_markdown(report))

@@ -1,10 +1,10 @@
 """The reduce: sharded sides -> the same :class:`Comparison` (or :class:`RanksReport`) as ever.
 
-Why here: ``compare`` and ``ranks`` take sharded runs beside every other input. Inputs that
-are not sharded go through ``analysis`` unchanged; a sharded side's table is the shards' tables
-joined in run order, which is row for row the table ``cycle_table`` builds from the same run as
-one file (``tests/engine``), and its header, environment and notes come from the shards' run
-metadata without reading a kernel.
+Why here: ``compare`` and ``ranks`` take sharded runs beside every other input. A sharded side's
+table is the shards' tables joined in run order, which is row for row the table ``cycle_table``
+builds from the same run as one file (``tests/engine``), and its header, environment and notes
+come from the shards' run metadata without reading a kernel. Inputs that are not sharded are
+read by the door (``readers.dispatch``) as always.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from perfdiff.analysis.model import CompareOptions, Comparison
 from perfdiff.analysis.ranks.model import RanksOptions, RanksReport
-from perfdiff.analysis.sides import Side, read_input, run_file_meta, side_of
+from perfdiff.analysis.sides import Side, run_file_meta, side_of
 from perfdiff.engine.settings import EngineSettings, Progress
 from perfdiff.errors import InputError
+from perfdiff.readers.dispatch import ReadOptions, open_input
 from perfdiff.schema.shards import ShardedRun, is_sharded_run, read_manifest, skeleton_run_file
 
 if TYPE_CHECKING:
@@ -26,27 +27,21 @@ if TYPE_CHECKING:
 # for the others ``compare`` reads both inputs before it loads the analysis (analysis/entry.py).
 
 
-def compare_paths(normal: str | Path, abnormal: str | Path,
-                  options: CompareOptions | None = None,
-                  labels: tuple[str, str] = ("normal", "abnormal"), *,
-                  cycle_range: str | None = None, settings: EngineSettings | None = None,
-                  progress: Progress | None = None) -> tuple[Comparison, tuple[Side, Side]]:
-    """``compare`` of two inputs, sharded runs mapped shard by shard (module docstring)."""
+def compare_sharded(normal: str | Path, abnormal: str | Path,
+                    options: CompareOptions | None = None,
+                    labels: tuple[str, str] = ("normal", "abnormal"), *,
+                    read: ReadOptions | None = None, settings: EngineSettings | None = None,
+                    progress: Progress | None = None) -> tuple[Comparison, tuple[Side, Side]]:
+    """``compare`` of two inputs of which one or both are sharded runs (module docstring)."""
+    read = read or ReadOptions()
     paths = (Path(normal), Path(abnormal))
-    if not any(is_sharded_run(p) for p in paths):
-        from perfdiff.analysis.entry import compare_inputs_and_sides
-
-        return compare_inputs_and_sides(normal, abnormal, options, labels,
-                                        cycle_range=cycle_range)
-    manifests = {p: read_manifest(p) for p in paths if is_sharded_run(p)}
-    if cycle_range is not None:
-        raise InputError(f"{next(iter(manifests))}: --cycle-range applies to torch.profiler "
-                         "traces only; a sharded run already has its cycles")
+    manifests = {p: _manifest(p, read) for p in paths if is_sharded_run(p)}
     launches = sum(m.launches for m in manifests.values())
     from perfdiff.engine.executors import open_executor
 
     with open_executor(settings or EngineSettings(), launches) as executor:
-        sides = tuple(_side(p, manifests.get(p), executor, label, progress, cycle_range)
+        sides = tuple(side_of(open_input(p, read)) if p not in manifests
+                      else _sharded_side(p, manifests[p], executor, label, progress)
                       for p, label in zip(paths, labels, strict=True))
     from perfdiff.analysis.comparison import compare_tables
 
@@ -58,30 +53,39 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
 
 
 def ranks_of_path(path: str | Path, options: RanksOptions | None = None, *,
-                  cycle_range: str | None = None, settings: EngineSettings | None = None,
+                  read: ReadOptions | None = None, settings: EngineSettings | None = None,
                   progress: Progress | None = None) -> RanksReport:
     """``ranks`` of one input; a sharded run is mapped shard by shard."""
+    read = read or ReadOptions()
     if not is_sharded_run(path):
-        from perfdiff.analysis.ranks.entry import ranks_of_input
+        from perfdiff.analysis.ranks.entry import ranks_of_loaded
 
-        return ranks_of_input(path, options, cycle_range=cycle_range)
-    sharded = read_manifest(path)
+        return ranks_of_loaded(open_input(path, read), options)
+    sharded = _manifest(Path(path), read)
     from perfdiff.engine.executors import open_executor
 
     with open_executor(settings or EngineSettings(), sharded.launches) as executor:
-        side = _side(Path(path), sharded, executor, "ranks", progress, cycle_range)
+        side = _sharded_side(Path(path), sharded, executor, "ranks", progress)
     from perfdiff.analysis.ranks.entry import rank_names
     from perfdiff.analysis.ranks.stragglers import find_stragglers
 
-    skeleton = skeleton_run_file(sharded)
-    return find_stragglers(side.table, rank_of=rank_names(skeleton), options=options,
-                           source=side.meta.source, workload=side.meta.workload)
+    return find_stragglers(side.table, rank_of=rank_names(skeleton_run_file(sharded)),
+                           options=options, source=side.meta.source,
+                           workload=side.meta.workload)
 
 
-def _side(path: Path, sharded: ShardedRun | None, executor: Executor, label: str,
-          progress: Progress | None, cycle_range: str | None) -> Side:
-    if sharded is None:
-        return side_of(read_input(path, cycle_range=cycle_range))
+def _manifest(path: Path, read: ReadOptions) -> ShardedRun:
+    if read.cycle_range is not None:
+        raise InputError(f"{path}: --cycle-range applies to traces only; a sharded run "
+                         "already has its cycles")
+    if read.steps is not None:
+        raise InputError(f"{path}: --steps is not available for sharded runs yet; merge the "
+                         "shards into one run file (perfdiff merge) to choose steps")
+    return read_manifest(path)
+
+
+def _sharded_side(path: Path, sharded: ShardedRun, executor: Executor, label: str,
+                  progress: Progress | None) -> Side:
     from perfdiff.analysis import columns as C
     from perfdiff.analysis.window_work import window_ms_of
 
@@ -97,4 +101,4 @@ def _side(path: Path, sharded: ShardedRun | None, executor: Executor, label: str
     return Side(table, run_file_meta(skeleton, source=str(path)), None)
 
 
-__all__ = ["compare_paths", "ranks_of_path"]
+__all__ = ["compare_sharded", "ranks_of_path"]

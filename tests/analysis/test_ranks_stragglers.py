@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from perfdiff.analysis.cycle_table import cycle_table
-from perfdiff.analysis.ranks.entry import rank_names, ranks_of_input
+from perfdiff.analysis.ranks.entry import rank_names, ranks_of_loaded
 from perfdiff.analysis.ranks.model import RanksOptions, RanksReport
 from perfdiff.analysis.ranks.stragglers import find_stragglers
 from perfdiff.errors import InputError, UsageError
+from perfdiff.readers.dispatch import open_input
 from perfdiff.schema.model import RunFile
 from tests.factories import make_run_file
 from tests.rank_factories import ALL_REDUCE, make_job
@@ -80,7 +81,7 @@ def test_options_refuse_nonsense() -> None:
 def test_ddp_recording_with_gpu1_contended_names_rank_1_and_its_gemms() -> None:
     """fixtures/ddp-contended-gpu1: a matrix-product process shared GPU 1 for the whole run
     (fixtures/README.md); rank 1's GEMMs doubled while rank 0 waited in the all-reduce."""
-    report = ranks_of_input(FIXTURES / "ddp-contended-gpu1.json.gz")
+    report = ranks_of_loaded(open_input(FIXTURES / "ddp-contended-gpu1.json.gz"))
     assert [r.rank for r in report.stragglers] == ["rank 1"]
     rank1 = report.ranks[0]
     assert rank1.devices == ("GPU 1",)
@@ -94,7 +95,7 @@ def test_ddp_recording_with_gpu1_contended_names_rank_1_and_its_gemms() -> None:
 
 
 def test_ddp_recording_without_contention_names_no_straggler() -> None:
-    report = ranks_of_input(FIXTURES / "ddp-normal.json.gz")
+    report = ranks_of_loaded(open_input(FIXTURES / "ddp-normal.json.gz"))
     assert report.n_ranks == 2 and report.n_cycles == 40
     assert report.stragglers == ()
     assert all(abs(r.excess_work_pct) < 1.0 for r in report.ranks)

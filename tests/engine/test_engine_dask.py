@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from perfdiff.engine.run import compare_paths
+from perfdiff.engine.run import compare_sharded
 from perfdiff.engine.settings import EngineSettings
 from perfdiff.errors import ClusterError
 from perfdiff.report.json_report import render_json
@@ -40,7 +40,7 @@ def job_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def in_process_report(job_pair: tuple[Path, Path]) -> str:
-    return render_json(compare_paths(*job_pair)[0])
+    return render_json(compare_sharded(*job_pair)[0])
 
 
 def _free_port() -> int:
@@ -86,7 +86,7 @@ def cluster() -> Iterator[tuple[str, list[subprocess.Popen[bytes]]]]:
 def test_local_cluster_gives_the_in_process_report(job_pair: tuple[Path, Path],
                                                    in_process_report: str) -> None:
     settings = EngineSettings(in_process_max_launches=0, workers=2, min_cores=2)
-    comparison, _ = compare_paths(*job_pair, settings=settings)
+    comparison, _ = compare_sharded(*job_pair, settings=settings)
     assert render_json(comparison) == in_process_report
 
 
@@ -96,7 +96,7 @@ def test_the_environment_names_the_scheduler(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", cluster[0])
     seen: list[int] = []
-    comparison, _ = compare_paths(*job_pair, progress=lambda w, d, t: seen.append(d))
+    comparison, _ = compare_sharded(*job_pair, progress=lambda w, d, t: seen.append(d))
     assert render_json(comparison) == in_process_report
     assert len(seen) == 16
 
@@ -114,7 +114,7 @@ def test_external_scheduler_survives_a_worker_killed_mid_run(
             victim.send_signal(signal.SIGKILL)
             killed_at.append(done)
 
-    comparison, _ = compare_paths(*job_pair, settings=EngineSettings(scheduler=address),
+    comparison, _ = compare_sharded(*job_pair, settings=EngineSettings(scheduler=address),
                                   progress=kill_on_first)
     assert killed_at == [1]
     assert victim.wait(timeout=10) == -signal.SIGKILL
@@ -125,6 +125,6 @@ def test_no_scheduler_there_is_one_line(job_pair: tuple[Path, Path]) -> None:
     address = f"tcp://127.0.0.1:{_free_port()}"
     started = time.monotonic()
     with pytest.raises(ClusterError, match="cannot start or reach the Dask scheduler") as err:
-        compare_paths(*job_pair, settings=EngineSettings(scheduler=address))
+        compare_sharded(*job_pair, settings=EngineSettings(scheduler=address))
     assert "\n" not in str(err.value)
     assert time.monotonic() - started < 60

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from perfdiff.analysis.entry import compare_inputs
-from perfdiff.analysis.ranks.entry import ranks_of_input
-from perfdiff.engine.run import compare_paths, ranks_of_path
+from perfdiff.analysis.ranks.entry import ranks_of_loaded
+from perfdiff.cli.compare_run import compare_paths
+from perfdiff.engine.run import ranks_of_path
 from perfdiff.errors import InputError
+from perfdiff.readers.dispatch import open_input
 from perfdiff.report.json_report import render_json
 from perfdiff.report.markdown import render_markdown
 from perfdiff.report.ranks import render_ranks_markdown
@@ -40,7 +41,7 @@ def test_the_ddp_pair_as_shards_gives_the_report_of_the_files(tmp_path: Path) ->
     shards = (_as_shards(normal, tmp_path / "n"), _as_shards(abnormal, tmp_path / "a"))
     seen: list[tuple[str, int, int]] = []
     comparison, _ = compare_paths(*shards, progress=lambda *a: seen.append(a))
-    single = compare_inputs(normal, abnormal)
+    single = compare_paths(normal, abnormal)[0]
     names = {str(shards[0]): str(normal), str(shards[1]): str(abnormal)}
     _same_text(render_markdown(comparison), render_markdown(single), names)
     _same_text(render_json(comparison), render_json(single), names)
@@ -55,7 +56,7 @@ def test_replicate_runs_pool_as_in_one_file(tmp_path: Path) -> None:
     shards = (write_shards(normal, tmp_path / "ns"), write_shards(abnormal, tmp_path / "as"))
     comparison, _ = compare_paths(*shards)
     assert comparison.test_unit == "runs"
-    _same_text(render_json(comparison), render_json(compare_inputs(*files)),
+    _same_text(render_json(comparison), render_json(compare_paths(*files)[0]),
                {str(shards[0]): str(files[0]), str(shards[1]): str(files[1])})
 
 
@@ -63,7 +64,7 @@ def test_one_side_sharded_the_other_a_file(tmp_path: Path) -> None:
     normal, abnormal = FIXTURES / "ddp-normal.json.gz", FIXTURES / "ddp-contended-gpu1.json.gz"
     shard = _as_shards(abnormal, tmp_path / "a")
     comparison, _ = compare_paths(normal, shard)
-    _same_text(render_markdown(comparison), render_markdown(compare_inputs(normal, abnormal)),
+    _same_text(render_markdown(comparison), render_markdown(compare_paths(normal, abnormal)[0]),
                {str(shard): str(abnormal)})
 
 
@@ -72,7 +73,8 @@ def test_ranks_of_shards_is_ranks_of_the_file(tmp_path: Path) -> None:
     file = save_run_file(job, tmp_path / "job.json.gz")
     shards = write_shards(job, tmp_path / "job")
     sharded = render_ranks_markdown(ranks_of_path(shards))
-    _same_text(sharded, render_ranks_markdown(ranks_of_input(file)), {str(shards): str(file)})
+    single = render_ranks_markdown(ranks_of_loaded(open_input(file)))
+    _same_text(sharded, single, {str(shards): str(file)})
     assert "**rank 4 is a straggler**" in sharded
 
 

@@ -1,16 +1,15 @@
-"""``perfdiff ranks`` as one call: an input (path) -> a typed :class:`RanksReport`.
+"""``perfdiff ranks`` as one call: an input read by the door -> a typed :class:`RanksReport`.
 
-Why here: analysis owns "which rank holds the others back"; the CLI parses, calls
-:func:`ranks_of_input`, renders and maps errors. The input is read by the same door as
-``compare``'s (a run file, a torch.profiler trace or folder of ranks, a LatencyPrism folder).
+Why here: analysis owns "which rank holds the others back"; the CLI reads the input through
+``perfdiff.readers.dispatch`` (analysis opens no files), calls :func:`ranks_of_loaded`,
+renders and maps errors.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from perfdiff.analysis.ranks.model import RanksOptions, RanksReport
-from perfdiff.analysis.sides import read_input, side_of
+from perfdiff.analysis.sides import side_of
+from perfdiff.schema.loaded import LoadedInput
 from perfdiff.schema.model import RunFile
 
 
@@ -29,10 +28,8 @@ def rank_names(run_file: RunFile | None) -> dict[int, str]:
     return {pid: f"rank {rank}" if rank is not None else f"pid {pid}" for rank, pid in ordered}
 
 
-def ranks_of_input(path: str | Path, options: RanksOptions | None = None, *,
-                   cycle_range: str | None = None) -> RanksReport:
-    """Read one job's recording and set each rank against the others."""
-    found = read_input(path, cycle_range=cycle_range)
+def ranks_of_loaded(found: LoadedInput, options: RanksOptions | None = None) -> RanksReport:
+    """Set each rank of one job's recording against the others."""
     from perfdiff.analysis.ranks.stragglers import find_stragglers
 
     side = side_of(found)
@@ -40,4 +37,4 @@ def ranks_of_input(path: str | Path, options: RanksOptions | None = None, *,
                            source=side.meta.source, workload=side.meta.workload)
 
 
-__all__ = ["rank_names", "ranks_of_input"]
+__all__ = ["rank_names", "ranks_of_loaded"]
