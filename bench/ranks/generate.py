@@ -12,7 +12,8 @@ recorded kernel, duration, stream and launch configuration, and the gap before i
 kernel mix and the launch-to-launch jitter are the recording's; copies and memsets come along
 with their step. (Launches that overlapped on several streams are laid one after another: the
 gap before a launch is never negative.) ``--slow-factor`` makes every GEMM (``gemm``,
-``nvjet``, ``cutlass`` in the name) that much longer on every rank: the abnormal side.
+``nvjet``, ``cutlass`` in the name) that much longer on every rank (or on ``--slow-ranks``
+only: a straggler): the abnormal side.
 
 Only one rank's arrays are in memory at a time; each is written as a shard
 (``perfdiff.schema.shards.ShardWriter``) and dropped. Rank r runs on GPU r (as ``perfdiff merge``
@@ -180,6 +181,8 @@ def main() -> None:
     parser.add_argument("--source", default="fixtures/trainer-gpt2.json.gz")
     parser.add_argument("--micro", type=int, default=8, help="source steps per cycle")
     parser.add_argument("--slow-factor", type=float, default=1.0)
+    parser.add_argument("--slow-ranks", default="", help="comma-separated ranks the slow "
+                        "factor applies to (default: every rank)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     started = time.monotonic()
@@ -189,9 +192,12 @@ def main() -> None:
     header = job_header(source, args.ranks, args.source, args.micro)
     writer = ShardWriter(args.out, args.ranks)
     total = 0
+    slow_ranks = ({int(r) for r in args.slow_ranks.split(",")} if args.slow_ranks
+                  else set(range(args.ranks)))
     for rank in range(args.ranks):
+        factor = args.slow_factor if rank in slow_ranks else 1.0
         run = build_rank(source, steps, rank=rank, launches=args.launches, micro=args.micro,
-                         slow=slow, slow_factor=args.slow_factor, seed=args.seed)
+                         slow=slow, slow_factor=factor, seed=args.seed)
         total += run.kernels.name_id.size
         writer.add(header, run)
     writer.finish()

@@ -24,7 +24,7 @@ import psutil
 
 ENGINE = """
 import sys
-from perfdiff.engine.run import compare_paths
+from perfdiff.engine.run import compare_sharded
 from perfdiff.engine.settings import EngineSettings
 from perfdiff.output import write_atomic
 from perfdiff.report.markdown import render_markdown
@@ -32,7 +32,7 @@ normal, abnormal, out, workers = sys.argv[1:5]
 settings = (EngineSettings(in_process_max_launches=0, workers=int(workers), min_cores=1)
             if int(workers)
             else EngineSettings(in_process_max_launches=10**12))
-comparison, _ = compare_paths(normal, abnormal, settings=settings)
+comparison, _ = compare_sharded(normal, abnormal, settings=settings)
 write_atomic(out, render_markdown(comparison), inputs=[normal, abnormal])
 """
 CLI = "from perfdiff.cli.entry import main; main()"
