@@ -4,6 +4,7 @@ Usage (from the repository root)::
 
     python -m bench.ranks.measure engine NORMAL ABNORMAL [--local WORKERS] [-o REPORT]
     python -m bench.ranks.measure cli NORMAL ABNORMAL [-o REPORT]     # perfdiff compare ...
+    python -m bench.ranks.measure ranks JOB [-o REPORT]                # perfdiff ranks JOB
 
 ``engine``: the sharded map in this process (default) or on a LocalCluster of WORKERS
 processes (``--local``), whatever the size; ``cli``: the ``perfdiff compare`` command line as a
@@ -63,15 +64,17 @@ def watch(argv: list[str]) -> tuple[int, float, dict[int, tuple[str, int]]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=("engine", "cli"))
+    parser.add_argument("mode", choices=("engine", "cli", "ranks"))
     parser.add_argument("normal")
-    parser.add_argument("abnormal")
+    parser.add_argument("abnormal", nargs="?", default="")
     parser.add_argument("--local", type=int, default=0, help="LocalCluster workers (engine)")
     parser.add_argument("-o", "--output", default="/tmp/bench-ranks-report.md")
     args = parser.parse_args()
     if args.mode == "engine":
         argv = [sys.executable, "-c", ENGINE, args.normal, args.abnormal, args.output,
                 str(args.local)]
+    elif args.mode == "ranks":
+        argv = [sys.executable, "-c", CLI, "ranks", args.normal, "-o", args.output]
     else:
         argv = [sys.executable, "-c", CLI, "compare", args.normal, args.abnormal, "-o",
                 args.output]
