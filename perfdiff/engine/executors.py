@@ -70,9 +70,14 @@ class OnDask:
                 if progress is not None:
                     progress(what, done, len(futures))
             results = [future.result() for future in futures]
+        except (OSError, TimeoutError) as exc:  # the scheduler went away (CommClosedError)
+            raise ClusterError(f"{folder}: the connection to the Dask scheduler was lost "
+                               f"({type(exc).__name__}); nothing was written: check the "
+                               "cluster and rerun") from None
         finally:
             for future in futures:
-                future.release()
+                with contextlib.suppress(Exception):  # a closed client cannot release
+                    future.release()
         return [table_from_parquet(data) for data in results]
 
 
