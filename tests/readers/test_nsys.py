@@ -310,3 +310,23 @@ def test_gpu_metric_arithmetic_on_synthetic_rows(tmp_path: Path) -> None:
     assert series.timestamps_ns.tolist() == stamps[1:]
     assert series.values[:2].tolist() == [10.0, 20.0] and np.isnan(series.values[2])
     assert series.values[3:].tolist() == [40.0, 50.0]
+
+
+def test_every_command_takes_an_export(run_cli: Runner, tmp_path: Path) -> None:
+    """kernels, merge, bench, import and compare, each given nsys exports."""
+    code, out, err = run_cli("kernels", str(GAUSS[2]), "--by", "name")
+    assert code == 0 and "Fan2" in out, err
+    code, out, err = run_cli("bench", str(GAUSS[3]))
+    assert code == 0 and "detected period" in out, err
+    imported = tmp_path / "r2.json.gz"
+    code, _, err = run_cli("import", str(SAXPY), "--cycle-range", "saxpy", "-o", str(imported))
+    assert code == 0, err
+    merged = tmp_path / "optimised.json.gz"
+    code, _, err = run_cli("merge", str(GAUSS[3]), str(GAUSS[5]), "-o", str(merged))
+    assert code == 0, err  # two runs of one program: their process ids may differ
+    out_json = tmp_path / "cmp.json"
+    code, _, err = run_cli("compare", str(merged), str(GAUSS[2]), "--format", "json",
+                           "-o", str(out_json))
+    assert code == 0, err
+    comparison = json.loads(out_json.read_text())["comparison"]
+    assert comparison["findings"][0]["function"].startswith("Fan2(")
