@@ -277,6 +277,39 @@ def test_odd_characters_in_the_path(tmp_path: Path) -> None:
     assert read_nsys(odd).runs[0].kernels.name_id.size == 1312
 
 
+def _with_synthetic_metric(src: Path, dst: Path, level: int) -> None:
+    """SYNTHETIC GPU_METRICS rows (10 us apart, ``level`` + a 7-step pattern) over the
+    export's kernels: the tables nsys writes, filled by us (see the test below)."""
+    shutil.copyfile(src, dst)
+    with sqlite3.connect(dst) as db:
+        first, last = db.execute(
+            "SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+        db.execute("CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, "
+                   "typeName TEXT, metricId INTEGER, metricName TEXT)")
+        db.execute("INSERT INTO TARGET_INFO_GPU_METRICS VALUES (256, 0, 'GPU 0', 1, "
+                   "'SMs Active [Throughput %]')")
+        db.execute("CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER, "
+                   "metricId INTEGER, value INTEGER)")
+        db.executemany("INSERT INTO GPU_METRICS VALUES (?, 256, 1, ?)",
+                       [(t, level + (t // 10_000) % 7) for t in range(first, last, 10_000)])
+
+
+def test_gpu_metric_is_a_mu_column(run_cli: Runner, tmp_path: Path) -> None:
+    """With (synthetic) GPU metric samples, the report's rows carry the metric by its nsys
+    name, μ on both sides, and the key finding lists its move."""
+    normal, abnormal = tmp_path / "n.sqlite", tmp_path / "a.sqlite"
+    _with_synthetic_metric(GAUSS[3], normal, 50)
+    _with_synthetic_metric(GAUSS[2], abnormal, 80)
+    out = tmp_path / "cmp.json"
+    code, _, err = run_cli("compare", str(normal), str(abnormal), "--format", "json",
+                           "-o", str(out))
+    assert code == 0, err
+    comparison = json.loads(out.read_text())["comparison"]
+    row = comparison["rows"][0]
+    assert row["function"].startswith("Fan2(") and row["metric"] == "SMs Active [Throughput %]"
+    assert 50 <= row["mu_normal"] <= 57 and 80 <= row["mu_abnormal"] <= 87
+
+
 def test_gpu_metric_arithmetic_on_synthetic_rows(tmp_path: Path) -> None:
     """SYNTHETIC rows (no public export recorded with --gpu-metrics-devices was found, see
     bench/README.md), in the two tables' documented columns, added to a real export to check
