@@ -363,3 +363,10 @@ def test_every_command_takes_an_export(run_cli: Runner, tmp_path: Path) -> None:
     assert code == 0, err
     comparison = json.loads(out_json.read_text())["comparison"]
     assert comparison["findings"][0]["function"].startswith("Fan2(")
+
+
+def test_import_takes_one_export_at_a_time(run_cli: Runner, tmp_path: Path) -> None:
+    code, out, err = run_cli("import", str(GAUSS[3]), str(GAUSS[5]), "-o",
+                             str(tmp_path / "x.json.gz"))
+    assert code == 3 and out == "" and len(err.strip().splitlines()) == 1
+    assert "import one export at a time" in err
