@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from perfdiff.errors import PerfdiffError
@@ -96,6 +96,7 @@ SPANS = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**4)), min_si
 
 
 @given(spans=SPANS, times=st.lists(st.integers(-10, 2 * 10**6), max_size=50))
+@example(spans=[(5, 0), (5, 0)], times=[5])  # two empty ranges at one time
 def test_ranges_become_disjoint_cycles_and_launches_land_inside(
         spans: list[tuple[int, int]], times: list[int]) -> None:
     from perfdiff.readers.nsys.activity import NO_LAUNCH
