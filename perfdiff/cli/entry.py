@@ -34,16 +34,19 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
                         "--spread-factor", "--target", "-o"}),
     "merge": frozenset({"--output", "-o"}),
     "import": frozenset({"--cycle-range", "--output", "-o"}),
+    "ranks": frozenset({"--alpha", "--cycle-range", "--format", "--gpu-cv-pct", "--output",
+                        "--scheduler", "--threshold", "--top", "-o"}),
 }
 FLAG_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset(n for n, spec in COMPARE_OPTIONS.items() if spec.kind == "flag"),
     "kernels": frozenset({"--all", "--include-warmup", "--markdown", "--plain"}),
     "bench": frozenset({"--force", "--plain"}),
-    "merge": frozenset({"--force", "--no-force"}),
-    "import": frozenset(),
+    "merge": frozenset({"--force", "--no-force", "--shards"}),
+    "import": frozenset({"--shards"}),
+    "ranks": frozenset(),
 }
 # LatencyPrism '*_perf_data' folders (compare) and folders of per-rank torch.profiler traces
-FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import"})
+FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import", "ranks"})
 
 
 def input_arguments(argv: list[str]) -> list[str] | None:
