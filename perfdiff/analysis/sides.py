@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 LATENCYPRISM_KIND = "latencyprism"
 RUN_FILE_KIND = "run file"
 IMPORTED_KIND = "imported trace"  # a run file converted from another tool's trace
+# inputs whose cycles were recorded with every launch traced (CUPTI activity records or
+# torch.profiler): the recording's host cost is inside their cycles (headline.py)
+TRACED_KINDS = frozenset({RUN_FILE_KIND, IMPORTED_KIND})
 
 
 @dataclass(frozen=True)
