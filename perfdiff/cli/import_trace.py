@@ -28,9 +28,9 @@ def import_trace(
     output: Annotated[Path, typer.Option("--output", "-o", readable=False,
                                          help="Run file to write.")],
     cycle_range: Annotated[str | None, typer.Option(
-        "--cycle-range", metavar="NAME", help="Cycles are the user_annotation "
-        "(record_function) or gpu_user_annotation ranges named NAME instead of "
-        "ProfilerStep#N.")] = None,
+        "--cycle-range", metavar="REGEX", help="Cycles are the user_annotation "
+        "(record_function) or gpu_user_annotation ranges whose whole name matches REGEX "
+        "instead of ProfilerStep#N.")] = None,
 ) -> None:
     """Convert torch.profiler (Kineto) traces into one perfdiff run file."""
     from perfdiff.inputs import require_input

@@ -182,7 +182,7 @@ def test_trace_of_a_table_has_the_measured_cycles_only() -> None:
 
 
 def _fixture_comparison():  # type: ignore[no-untyped-def]
-    from perfdiff.analysis.entry import compare_inputs_and_sides as load_and_compare
+    from perfdiff.cli.compare_run import compare_paths as load_and_compare
 
     if not all(p.exists() for p in GPT):
         pytest.skip("gpt-infer fixtures not found")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from perfdiff.analysis.entry import compare_inputs
 from perfdiff.analysis.model import Comparison
+from tests.door import compare_inputs
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
