@@ -6,6 +6,9 @@ perfdiff run files (fixtures/*.json.gz), Kineto traces (fixtures/kineto, /work/s
 and TraceLens' public traces (fetch github:AMD-AGI/TraceLens, then
 ``git --git-dir=/work/.mirror/AMD-AGI+TraceLens/repo archive HEAD tests/traces | tar -x -C DIR``).
 
+LatencyPrism folders (/work/shared/latencyprism/sglang/*/*_perf_data) are read through
+perfdiff's own reader.
+
 Usage: python -m bench.families.harvest SOURCE_LABEL=PATH ... > names.tsv
 Each output line: source, kernel time (us, summed), launches, name.
 """
@@ -56,13 +59,32 @@ def run_file_kernels(path: Path) -> dict[str, list[float]]:
     return out
 
 
+def latencyprism_kernels(folder: Path) -> dict[str, list[float]]:
+    """name -> [total us, launches (unknown: 0)] of a LatencyPrism ``*_perf_data`` folder's GPU
+    functions (its CSV has no launch counts)."""
+    from perfdiff.analysis.sides import side_of
+    from perfdiff.readers.dispatch import ReadOptions, open_input
+
+    table = side_of(open_input(folder, ReadOptions())).table
+    gpu = table[table["func_type"].str.startswith("gpu_")]
+    gpu = gpu.drop_duplicates(["run", "pid", "device", "cycle", "function"])
+    out: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
+    for name, ms in gpu.groupby("function")["time_ms"].sum().items():
+        out[str(name)][0] += float(ms) * 1e3
+    return out
+
+
 def main(argv: list[str]) -> None:
     for arg in argv:
         label, _, path_text = arg.partition("=")
         path = Path(path_text)
+        if path.is_dir():
+            table = latencyprism_kernels(path)
         # perfdiff run files live directly under fixtures/ (fixtures/kineto holds traces)
-        is_trace = not (path.parts[0] == "fixtures" and "kineto" not in path.parts)
-        table = trace_kernels(path) if is_trace else run_file_kernels(path)
+        elif path.parts[0] == "fixtures" and "kineto" not in path.parts:
+            table = run_file_kernels(path)
+        else:
+            table = trace_kernels(path)
         for name, (us, n) in sorted(table.items(), key=lambda kv: -kv[1][0]):
             print(f"{label}\t{us:.3f}\t{n}\t{name.replace(chr(9), ' ')}")
 

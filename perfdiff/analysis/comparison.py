@@ -26,6 +26,7 @@ import pandas as pd
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.collectives import collective_note
 from perfdiff.analysis.family_rows import with_family_rows
+from perfdiff.analysis.few_cycles import described_changes, is_few
 from perfdiff.analysis.findings import (
     CHANGE,
     abs0,
@@ -187,10 +188,24 @@ def compare_tables(
         options=opts,
         mde_pct=mde_pct,
         notes=tuple(dict.fromkeys(notes)),
-        launch_changes=tuple(launch_changes(base_tables)) if comparable else (),
+        launch_changes=tuple(launch_changes(_launched(base_tables))) if comparable else (),
         replacements=replacements,
         headline=split,
+        described=described_changes(rows, inventory)
+        if comparable and is_few(*_cycle_counts(tables)) else (),
     )
+
+
+def _cycle_counts(tables: tuple[pd.DataFrame, pd.DataFrame]) -> tuple[int, int]:
+    """Measured cycles per side (all runs; the processes of one run share their cycles)."""
+    counts = [len(t.drop_duplicates([C.RUN, C.CYCLE])) for t in tables]
+    return counts[0], counts[1]
+
+
+def _launched(tables: tuple[pd.DataFrame, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tables without pseudo-functions (they are not launched)."""
+    kept = [t[~t[C.FUNC_TYPE].isin(C.PSEUDO_TYPES)] for t in tables]
+    return kept[0], kept[1]
 
 
 def _appended(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:

@@ -17,6 +17,7 @@ from perfdiff.analysis.family_rules import (
     COPY,
     ENGINE_RULES,
     FAMILY_RULES,
+    LIBRARY_RULES,
     OTHER,
     PRECISION_RULES,
 )
@@ -33,6 +34,7 @@ class KernelClass:
     family: str
     precision: str = ""
     engine: str = ""
+    library: str = ""  # which library built it, where the name says so (not in ``label``)
 
     @property
     def label(self) -> str:
@@ -54,6 +56,7 @@ def _compile(rules: tuple[tuple[str, str], ...]) -> tuple[tuple[str, re.Pattern[
 _FAMILIES = _compile(FAMILY_RULES)
 _PRECISIONS = _compile(PRECISION_RULES)
 _ENGINES = _compile(ENGINE_RULES)
+_LIBRARIES = _compile(LIBRARY_RULES)
 
 
 def _first(rules: tuple[tuple[str, re.Pattern[str]], ...], name: str) -> str:
@@ -69,7 +72,8 @@ def classify(name: str, func_type: str = "kernel") -> KernelClass:
     if func_type in TRANSFER_TYPES:
         return KernelClass(COPY)
     family = _first(_FAMILIES, name) or OTHER
-    return KernelClass(family, _first(_PRECISIONS, name), _first(_ENGINES, name))
+    return KernelClass(family, _first(_PRECISIONS, name), _first(_ENGINES, name),
+                       _first(_LIBRARIES, name))
 
 
 def family_of(name: str, func_type: str = "kernel") -> str:

@@ -16,7 +16,7 @@ from perfdiff.analysis import columns as C
 from perfdiff.analysis.families import classify
 from perfdiff.analysis.family_rules import OTHER
 
-FAMILY_TYPE = "family"
+FAMILY_TYPE = C.FAMILY_TYPE
 WORK_TYPES = frozenset({*C.KERNEL_TYPES, "memcpy", "memset"})
 
 
@@ -39,6 +39,33 @@ def work_rows(table: pd.DataFrame) -> pd.DataFrame:
     out["kind_label"] = [classes[(n, k)].label
                          for n, k in zip(work[C.FUNCTION], work[C.FUNC_TYPE], strict=True)]
     return out
+
+
+_CYCLE_FAMILY = [C.RUN, C.PID, C.DEVICE, C.CYCLE, "family"]
+
+
+def _with_metrics(rows: pd.DataFrame, table: pd.DataFrame, work: pd.DataFrame) -> pd.DataFrame:
+    """One row per metric of the family's kernels: μ is their time-weighted mean (as a
+    kernel's own μ is the time-weighted mean over its launches), so a family finding carries
+    the metric moves that went with it; a family without metric samples keeps one "" row."""
+    family_of_fn = dict(zip(work[C.FUNCTION], work["family"], strict=False))
+    sampled = table[table[C.FUNCTION].isin(family_of_fn.keys()) & (table[C.METRIC] != "")
+                    & table[C.METRIC_MEAN].notna()]
+    if sampled.empty:
+        rows[C.METRIC] = ""
+        rows[C.METRIC_MEAN] = float("nan")
+        return rows
+    sampled = sampled.assign(
+        family=sampled[C.FUNCTION].map(family_of_fn),
+        weighted=sampled[C.METRIC_MEAN] * sampled[C.TIME_MS],
+    )
+    sampled = sampled[sampled["family"].notna()]
+    sums = sampled.groupby([*_CYCLE_FAMILY, C.METRIC])[["weighted", C.TIME_MS]].sum()
+    means = (sums["weighted"] / sums[C.TIME_MS]).rename(C.METRIC_MEAN).reset_index()
+    metrics = means[["family", C.METRIC]].drop_duplicates()
+    with_metric = rows.merge(metrics, on="family", how="left")
+    with_metric[C.METRIC] = with_metric[C.METRIC].fillna("")
+    return with_metric.merge(means, on=[*_CYCLE_FAMILY, C.METRIC], how="left")
 
 
 def with_family_rows(
@@ -70,10 +97,9 @@ def with_family_rows(
             .agg(**sums)
             .reset_index()
         )
+        rows = _with_metrics(rows, table, work)
         rows[C.FUNCTION] = rows["family"].map(family_label)
         rows[C.FUNC_TYPE] = FAMILY_TYPE
-        rows[C.METRIC] = ""
-        rows[C.METRIC_MEAN] = float("nan")
         columns = [*C.COLUMNS, *([C.LAUNCHES] if C.LAUNCHES in table.columns else [])]
         out.append(pd.concat([table, rows.reindex(columns=columns)], ignore_index=True))
     return out[0], out[1]

@@ -35,7 +35,8 @@ FAMILY_RULES: Final[tuple[tuple[str, str], ...]] = (
     # collectives first: NCCL's names contain "reduce", "copy", "Sum"
     (COMMUNICATION, r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|alltoall|cross_device"),
     # writes into a KV cache name the attention backend they serve ("..._flash_kernel")
-    (COPY, r"reshape_and_cache|store_kvcache|kv_?cache|page_indices"),
+    (COPY, r"reshape_and_cache|store_kvcache|append_paged_kv_cache|kv_cache_copy|"
+           r"page_indices"),
     # Inductor's Triton kernels list every op they fused; their prefix says what they do
     (ELEMENTWISE, r"^triton_poi_"),
     (NORMALIZATION, r"^triton_(red|per)_\w*(layer_norm|rms|rsqrt|group_norm|batch_norm)"),
@@ -46,7 +47,8 @@ FAMILY_RULES: Final[tuple[tuple[str, str], ...]] = (
                   r"fp8rowwise|qparam|hfp8"),
     (INDEXING, r"split_embedding|kv_indices"),
     # attention before GEMM: flash kernels name their GEMMs (wgmma, bmm)
-    (ATTENTION, r"flash(?!infer::)|fmha|_sdpa_|sdpa_|attention|attn_fwd|attn_bwd|_mha_|paged_?kv|"
+    (ATTENTION, r"BatchPrefill|BatchDecode|MergeStates|flash(?!infer)|fmha|_sdpa_|sdpa_|"
+                r"attention|attn_fwd|attn_bwd|_mha_|paged_?kv|"
                 r"compute_dot_do_o|unpack_cudnn|cudnn::fusion"),
     (SOFTMAX, r"softmax"),
     # convolution before GEMM: cuDNN/MIOpen convolutions are implicit GEMMs
@@ -101,6 +103,26 @@ PRECISION_RULES: Final[tuple[tuple[str, str], ...]] = (
 ENGINE_RULES: Final[tuple[tuple[str, str], ...]] = (
     ("SIMT", r"simt|sgemm|ffma|scudnn|gemv|dgemm"),
     ("tensor core", r"tensorop|wgmma|hmma|nvjet|xmma_gemm_(bf16|f16|tf32|e4m3)|s16816|h16816|"
-                    r"s1688|h1688|h884|s884|tensor16x8|_MI\d+x\d+|mfma|sdpa|flash|fmha|"
+                    r"s1688|h1688|h884|s884|tensor16x8|_MI\d+x\d+|mfma|sdpa|flash(?!infer)|fmha|"
                     r"xmma_fprop_implicit_gemm_indexed_(tf32|bf16|f16)|Cijk_.*_MI\d"),
+)
+
+# (library, pattern), first match wins: which library or compiler built the kernel. Named in
+# a replaced pair whose two kernels are of the same class (a cross-vendor or library change).
+LIBRARY_RULES: Final[tuple[tuple[str, str], ...]] = (
+    ("NCCL", r"nccl"),
+    ("RCCL", r"rccl"),
+    ("cuDNN", r"cudnn|cask_"),
+    ("MIOpen", r"MIOpen|igemm_(fwd|bwd|wrw)|naive_conv"),
+    ("Tensile (rocBLAS/hipBLASLt)", r"(?-i)^Cijk_"),
+    ("Composable Kernel", r"ck_tile|\bck::|_ZN2ck|_ZN7ck_tile"),
+    ("aiter", r"aiter"),
+    ("CUTLASS", r"cutlass"),
+    ("cuBLAS", r"nvjet|xmma|cublas|gemvx|gemv2|gemvNSP|gemmSN|gemmk1|splitKreduce|"
+               r"(volta|ampere|turing|sm\d+)_[sdhc]?gemm"),
+    ("cuSOLVER", r"sytrd|syevj|syevbj|stedc|laed\d|ormqr|geqrf|potrf|getrf"),
+    ("MAGMA", r"magma"),
+    ("FlashAttention", r"flash_fwd|flash_bwd|pytorch_flash|fmha"),
+    ("Triton", r"^triton_|attn_fwd|_kernel_triton|triton"),
+    ("ATen", r"at::native|at_cuda_detail|at::cuda"),
 )

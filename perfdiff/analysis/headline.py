@@ -56,11 +56,16 @@ def headline(
         )
         for f in families
     ]
-    parts.append(HeadlinePart("GPU idle", "idle", n.idle_ms, a.idle_ms, a.idle_ms - n.idle_ms))
-    overlap_n, overlap_a = n.overlap_ms, a.overlap_ms
-    if abs(overlap_n) > 1e-9 or abs(overlap_a) > 1e-9:
-        parts.append(HeadlinePart("overlap of concurrent GPU work", "overlap", overlap_n,
-                                  overlap_a, overlap_a - overlap_n))
+    idle_known = not (math.isnan(n.idle_ms) or math.isnan(a.idle_ms))
+    if idle_known:
+        parts.append(HeadlinePart("GPU idle", "idle", n.idle_ms, a.idle_ms,
+                                  a.idle_ms - n.idle_ms))
+    rest_n, rest_a = n.rest_ms, a.rest_ms
+    if abs(rest_n) > 1e-9 or abs(rest_a) > 1e-9:
+        label = ("overlap of concurrent GPU work" if idle_known
+                 else "rest of the cycle (GPU idle, host time, overlap)")
+        parts.append(HeadlinePart(label, "overlap" if idle_known else "host", rest_n, rest_a,
+                                  rest_a - rest_n))
     parts.sort(key=lambda p: (-abs(p.delta_ms), p.label))
     work_n, work_a = sum(n.family_ms.values()), sum(a.family_ms.values())
     return Headline(
@@ -73,7 +78,8 @@ def headline(
         gpu_work_ms_normal=work_n,
         gpu_work_ms_abnormal=work_a,
         parts=tuple(parts),
-        host_bound=any(s.idle_ms >= HOST_BOUND_IDLE_SHARE * s.cycle_ms for s in (n, a)),
+        host_bound=idle_known and any(s.idle_ms >= HOST_BOUND_IDLE_SHARE * s.cycle_ms
+                                      for s in (n, a)),
         traced=traced,
     )
 
@@ -97,17 +103,21 @@ class _Side:
         self.family_ms = family_ms
         self.idle_ms = idle_ms
         self.mix = mix
-        # negative: kernels on several streams ran at once (their times add to more than
-        # the time the GPU was busy)
-        self.overlap_ms = cycle_ms - sum(family_ms.values()) - idle_ms
+        # with GPU idle known (perfdiff's tables): negative when kernels on several streams
+        # ran at once (their times add to more than the time the GPU was busy); without it
+        # (imported tables): the rest of the cycle, idle and host time together
+        self.rest_ms = cycle_ms - sum(family_ms.values()) - (0.0 if math.isnan(idle_ms)
+                                                             else idle_ms)
 
 
 def _side(table: pd.DataFrame, work: pd.DataFrame, pid: int, device: str) -> _Side | None:
-    mine = table[(table[C.PID] == pid) & (table[C.DEVICE] == device)]
-    cycles = mine.drop_duplicates([C.RUN, C.CYCLE])[[C.RUN, C.CYCLE, C.CYCLE_MS]]
+    # every cycle of the process counts, also one in which this device ran nothing
+    process = table[table[C.PID] == pid]
+    cycles = process.drop_duplicates([C.RUN, C.CYCLE])[[C.RUN, C.CYCLE, C.CYCLE_MS]]
     n_cycles = len(cycles)
     if n_cycles == 0:
         return None
+    mine = process[process[C.DEVICE] == device]
     idle = mine[mine[C.FUNCTION] == C.IDLE_FUNCTION].drop_duplicates([C.RUN, C.CYCLE])
     w = work[(work[C.PID] == pid) & (work[C.DEVICE] == device)]
     family_ms = {str(f): float(t) / n_cycles
@@ -115,7 +125,7 @@ def _side(table: pd.DataFrame, work: pd.DataFrame, pid: int, device: str) -> _Si
     return _Side(
         cycle_ms=float(cycles[C.CYCLE_MS].mean()),
         family_ms=family_ms,
-        idle_ms=float(idle[C.TIME_MS].sum()) / n_cycles,
+        idle_ms=float(idle[C.TIME_MS].sum()) / n_cycles if len(idle) else math.nan,
         mix=_mix(w),
     )
 
@@ -130,7 +140,7 @@ def _mix(work: pd.DataFrame) -> dict[str, str]:
             continue
         texts = []
         for label, ms in by_kind.head(MIX_TOP).items():
-            detail = str(label)[len(str(family)):].strip(" ()") or "unlabelled"
+            detail = str(label)[len(str(family)):].strip(" ()") or "unstated"
             texts.append(f"{detail} {100.0 * float(ms) / total:.0f} %")
         out[str(family)] = ", ".join(texts)
     return out

@@ -206,6 +206,9 @@ class Comparison:
     # added by issue 23: kernels replaced by others, and the split of the cycle-time change
     replacements: tuple[Replacement, ...] = field(default=())
     headline: Headline | None = None
+    # with few cycles per side (``few_cycles.FEW_CYCLES``): the changes, largest first,
+    # described instead of tested; empty otherwise
+    described: tuple[DescribedChange, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -263,3 +266,17 @@ class Headline:
     parts: tuple[HeadlinePart, ...]  # largest |delta| first
     host_bound: bool  # GPU idle >= half of the cycle on a side
     traced: bool  # an input is a trace or traced cycles: tracing inflates host time
+
+
+@dataclass(frozen=True)
+class DescribedChange:
+    """A change of time per cycle described, not tested (few cycles: ``few_cycles.py``)."""
+
+    function: str
+    device: str
+    pid: int | None
+    func_type: str  # "kernel", "family", "replaced", "idle", ...
+    change: Literal["slower", "faster", "appeared", "vanished"]
+    time_ms_normal: float  # mean per cycle (0 on the side where it does not exist)
+    time_ms_abnormal: float
+    delta_ms: float

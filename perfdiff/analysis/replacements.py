@@ -34,7 +34,7 @@ from perfdiff.analysis.family_rules import COPY, ELEMENTWISE, INDEXING
 from perfdiff.analysis.model import Replacement, ReplacementMember
 from perfdiff.schema.model import RunFile
 
-REPLACED_TYPE = "replaced"
+REPLACED_TYPE = C.REPLACED_TYPE
 REPLACED_PREFIX = "[replaced] "
 MIN_CYCLE_SHARE = 0.9  # "recurs in nearly every cycle"
 MAX_LAUNCHES_PER_SIDE = 2_000_000  # beyond this, alignment is skipped (said in a note)
@@ -104,9 +104,15 @@ def _group_label(names: tuple[str, ...]) -> str:
 
 def kind_of(found: Replaced) -> str:
     """The pseudo-function name pooling replacements of one kind: a 1:1 pair by its kernels'
-    classes (``GEMM (bf16, tensor core) → GEMM (fp32, SIMT)``), a group by its families."""
+    classes (``GEMM (bf16, tensor core) → GEMM (fp32, SIMT)``, with the libraries when the
+    classes are the same), a group by its families."""
     if found.is_pair:
-        before, after = classify(found.before[0]).label, classify(found.after[0]).label
+        was, now = classify(found.before[0]), classify(found.after[0])
+        before, after = was.label, now.label
+        if before == after and was.library != now.library:
+            # same kind of kernel from another library or vendor: say which
+            before = f"{before} [{was.library or 'unknown library'}]"
+            after = f"{after} [{now.library or 'unknown library'}]"
     else:
         before, after = _group_label(found.before), _group_label(found.after)
     return f"{REPLACED_PREFIX}{before} → {after}"
