@@ -83,7 +83,8 @@ def compare(
     cycle_range: Annotated[str | None, typer.Option(
         "--cycle-range", metavar="REGEX", help="torch.profiler traces: cycles are the "
         "user_annotation (record_function) or gpu_user_annotation ranges whose whole name "
-        "matches REGEX (a plain name matches itself) instead of ProfilerStep#N.")] = None,
+        "matches REGEX (a plain name matches itself) instead of ProfilerStep#N; Nsight Systems "
+        "exports: the NVTX ranges whose whole text matches REGEX.")] = None,
     steps: Annotated[str | None, typer.Option(
         "--steps", metavar="A:B", help="Compare only the measured cycles A to B-1 of each "
         "side, counted from 0 in time order (2:10, 3:, :5, -4:); any kind of input.")] = None,

@@ -117,7 +117,15 @@ class CuptiActivityBackend:
             self.intake.decode_pending()
 
     def pause(self) -> None:
-        """Switch every enabled activity kind off (an untraced cycle: overhead.py)."""
+        """Switch every enabled activity kind off (an untraced cycle: overhead.py), after a
+        forced flush.
+
+        Why the flush: CUPTI finalises the records of kernels replayed from a CUDA graph
+        late; switched off first, the last traced replay's kernels got their start from that
+        replay and their end from the next, untraced one (H100, 2026-11-28, CUPTI 13.4:
+        scripts/gpu/graph_probe.py), overlapping on one stream. ``stream_overlap`` drops any
+        such record that still gets through."""
+        self._cupti.activity_flush_all(1)
         for kind in self._enabled:
             self._cupti.activity_disable(kind)
 

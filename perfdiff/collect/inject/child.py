@@ -48,6 +48,7 @@ from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, 
 from perfdiff.collect.overhead import UntracedCycles, intake_params, with_hold
 from perfdiff.collect.program_marks import attach_marker, launches_from_marks
 from perfdiff.collect.records import RawTrace, StringTable, build_tables
+from perfdiff.collect.stream_overlap import drop_overlapping
 from perfdiff.markers import set_active_recorder
 from perfdiff.schema.model import (
     Collection,
@@ -281,8 +282,15 @@ class ChildCollector:
             try:
                 self.metrics.extend(sampler.stop())
             except Exception as exc:
+                state = ""
+                describe = getattr(sampler, "describe", None)
+                if callable(describe):
+                    try:
+                        state = f" [{describe()}]"
+                    except Exception:  # a description must never hide the failure
+                        state = ""
                 self.warnings.append(f"{sampler.name} failed at stop ({type(exc).__name__}: "
-                                     f"{exc}); its values are dropped")
+                                     f"{exc}){state}; its values are dropped")
             self.warnings.extend(getattr(sampler, "warnings", []))
 
     # ---------------------------------------------------------------- finish
@@ -387,6 +395,9 @@ class ChildCollector:
     ) -> RunFile:
         strings = StringTable()
         tables = build_tables(raw, cycles, strings)
+        tables, cycles, overlap = drop_overlapping(tables, cycles)
+        if overlap is not None:
+            self.warnings.append(overlap)
         if tables.kernels_without_launch_record:
             self.warnings.append(
                 f"{tables.kernels_without_launch_record} kernels had no launch API record; "
