@@ -30,6 +30,7 @@ from perfdiff.analysis.few_cycles import described_changes, is_few
 from perfdiff.analysis.findings import (
     CHANGE,
     abs0,
+    idle_leads,
     key_findings,
     lead_with_gpu_work,
     rank_rows,
@@ -191,7 +192,7 @@ def compare_tables(
         launch_changes=tuple(launch_changes(_launched(base_tables))) if comparable else (),
         replacements=replacements,
         headline=split,
-        described=described_changes(rows, inventory)
+        described=described_changes(rows, inventory, split is None or idle_leads(split))
         if comparable and is_few(*_cycle_counts(tables)) else (),
     )
 

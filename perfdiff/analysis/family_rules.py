@@ -92,6 +92,8 @@ PRECISION_RULES: Final[tuple[tuple[str, str], ...]] = (
     ("bf16", r"(?-i)Cijk_A[a-z]+_B[a-z]+_B"),
     ("fp16", r"(?-i)Cijk_A[a-z]+_B[a-z]+_H"),
     ("fp32", r"(?-i)Cijk_A[a-z]+_B[a-z]+_S"),
+    # cuDNN's generated attention kernels say "f16" for both 16-bit types
+    ("fp16/bf16", r"cudnn_generated\w*_f16_"),
     ("tf32", r"tf32|xf32|s1688gemm(?!_bf16)|s1688fprop|tensor16x8x8"),
     ("bf16", r"bf16|bfloat16|Bfloat16"),
     ("fp16", r"fp16|f16f16|_f16_|half|hgemm|h884|h1688|h16816|__half|_hsh_|\bf16\b"),

@@ -9,6 +9,7 @@ size, appeared, vanished and replaced kernels included, and says they were not t
 
 from __future__ import annotations
 
+from perfdiff.analysis.columns import IDLE_FUNCTION
 from perfdiff.analysis.model import DescribedChange, InventoryChange, MetricRow
 
 FEW_CYCLES = 5  # at most this many measured cycles on a side: described, not tested
@@ -19,9 +20,10 @@ def is_few(n_normal: int, n_abnormal: int) -> bool:
     return min(n_normal, n_abnormal) <= FEW_CYCLES
 
 
-def described_changes(rows: list[MetricRow], inventory: list[InventoryChange]
-                      ) -> tuple[DescribedChange, ...]:
-    """Every function's change of time per cycle, largest first (one entry per function)."""
+def described_changes(rows: list[MetricRow], inventory: list[InventoryChange],
+                      idle_first: bool = True) -> tuple[DescribedChange, ...]:
+    """Every function's change of time per cycle, largest first (one entry per function);
+    ``[GPU idle]`` never first when ``idle_first`` is False (``findings.idle_leads``)."""
     out: dict[tuple[int | None, str, str], DescribedChange] = {}
     for row in rows:
         key = (row.pid, row.device, row.function)
@@ -38,4 +40,7 @@ def described_changes(rows: list[MetricRow], inventory: list[InventoryChange]
         kind = "family" if item.function.startswith("[") else "kernel"
         out[key] = DescribedChange(item.function, item.device, item.pid, kind, item.change,
                                    before, after, after - before)
-    return tuple(sorted(out.values(), key=lambda d: (-abs(d.delta_ms), d.function, d.device)))
+    ranked = sorted(out.values(), key=lambda d: (-abs(d.delta_ms), d.function, d.device))
+    if not idle_first and len(ranked) > 1 and ranked[0].function == IDLE_FUNCTION:
+        ranked = [ranked[1], ranked[0], *ranked[2:]]
+    return tuple(ranked)

@@ -116,10 +116,18 @@ def lead_with_gpu_work(findings: list[Finding], split: Headline | None) -> list[
     """
     if split is None or len(findings) < 2 or findings[0].function != C.IDLE_FUNCTION:
         return findings
+    if not idle_leads(split):
+        return [findings[1], findings[0], *findings[2:]]
+    return findings
+
+
+def idle_leads(split: Headline) -> bool:
+    """May ``[GPU idle]`` be the first finding? Not under tracing of a host-bound cycle (the
+    recording's own host cost is in it), nor when the GPU's work moved more than idle did."""
+    if split.traced and split.host_bound:
+        return False
     idle_delta = next((p.delta_ms for p in split.parts if p.kind == "idle"), 0.0)
-    if abs(split.gpu_work_delta_ms) < abs(idle_delta):
-        return findings
-    return [findings[1], findings[0], *findings[2:]]
+    return abs(idle_delta) > abs(split.gpu_work_delta_ms)
 
 
 def finding_of(row: MetricRow, *, p_value: float, moves: list[MetricMove]) -> Finding:

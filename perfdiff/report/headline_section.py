@@ -165,7 +165,7 @@ def _described_text(change: DescribedChange, comparison: Comparison) -> str:
 def _replacement_lines(comparison: Comparison) -> list[str]:
     rows = {(r.function): r for r in comparison.rows}
     lines = ["**What replaced what** (kernels that took others' place in the launch order, in "
-             "at least 90 % of the cycles on both sides; tested in section 3):", ""]
+             "at least 90 % of the cycles on both sides; each is a row of section 3):", ""]
     ranked = sorted(comparison.replacements, key=lambda r: (
         -abs(_delta(rows.get(r.function))), r.function))
     for item in ranked:
@@ -186,6 +186,7 @@ def _replacement_text(item: Replacement, row: object) -> str:
         n_ms = getattr(row, "time_ms_normal", math.nan)
         a_ms = getattr(row, "time_ms_abnormal", math.nan)
         verdict = getattr(row, "verdict", "")
+        verdict = "not tested" if verdict == "insufficient data" else verdict
         text += f", {fmt_ms(n_ms)} → {fmt_ms(a_ms)} ms per cycle ({verdict})"
     if item.members:
         first = item.members[0]
