@@ -73,7 +73,7 @@ def _assemble(parts: list[_RankData], sources: list[str], cycle_range: str | Non
         "source_format": "torch.profiler (Kineto chrome trace)",
         "source_files": sources,
         "kineto_schema_version": sorted({part.schema_version for part in parts}),
-        "cycles_from": cycle_range or "ProfilerStep#N",
+        "cycles_from": "; ".join(dict.fromkeys(part.cycles_from for part in parts)),
         "ranks": rank_notes,
     }
     worlds = sorted({part.world_size for part in parts if part.world_size is not None})

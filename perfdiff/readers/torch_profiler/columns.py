@@ -28,6 +28,13 @@ from perfdiff.readers.torch_profiler.events import (
     _LaunchArgs,
     _sort_events,
 )
+from perfdiff.readers.torch_profiler.spellings import (
+    GRAPH_LAUNCH_NAMES,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    STEP_OPERATOR,
+)
 from perfdiff.readers.torch_profiler.timestamps import us_text_to_ns, us_texts_to_ns
 from perfdiff.schema.model import IntArray, MetricSeries
 
@@ -153,7 +160,9 @@ class _Gathered:
     launch_corr: list[int] = field(default_factory=list)
     launch_ts: list[bytes] = field(default_factory=list)
     cpu_pids: dict[int, int] = field(default_factory=dict)
+    graph_launches: set[int] = field(default_factory=set)  # correlations of graph launches
     profiler_ranges: int = 0
+    categories: dict[str, int] = field(default_factory=dict)
     metrics: tuple[MetricSeries, ...] = ()
     sample_interval_ns: int = 0
 
@@ -164,14 +173,15 @@ def _gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
     when it returns; ``events`` is emptied."""
     out = _Gathered()
     kept = _sort_events(events)
-    for cat, columns in (("kernel", out.kernels), ("gpu_memcpy", out.copies),
-                         ("gpu_memset", out.sets)):
+    for cat, columns in ((KERNEL, out.kernels), (MEMCPY, out.copies), (MEMSET, out.sets)):
         for chunk in _chunks(kept.gpu[cat]):
             columns.add_all(_decode(chunk, _EVENT_DECODER))
     for chunk in _chunks(kept.launches):
         _add_launches(out, _decode(chunk, _LAUNCH_DECODER))
-    _add_ranges(out.ranges, _decode(kept.ranges, _EVENT_DECODER))
+    for kind, raws in kept.ranges.items():
+        _add_ranges(out.ranges, kind, _decode(raws, _EVENT_DECODER))
     out.profiler_ranges = kept.profiler_ranges
+    out.categories = kept.categories
     if kept.counters:
         out.metrics, out.sample_interval_ns = _counter_series(kept.counters, base_ns)
     del events[:]  # with the last raw slice gone, the file's bytes are freed
@@ -198,15 +208,20 @@ def _add_launches(out: _Gathered, events: list[_Launch]) -> None:
                  if isinstance(a, _LaunchArgs) and isinstance(a.correlation, int)]
     out.launch_corr += [c for c, _ in with_corr]
     out.launch_ts += [bytes(ts) for _, ts in with_corr]
+    out.graph_launches.update(
+        a.correlation for e, a in zip(events, args, strict=True)
+        if e.name in GRAPH_LAUNCH_NAMES and isinstance(a, _LaunchArgs)
+        and isinstance(a.correlation, int))
     # counted in C; first seen first, as the pids are met in the file
     for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
         out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n
 
 
-def _add_ranges(ranges: _Ranges, events: list[_Event]) -> None:
+def _add_ranges(ranges: _Ranges, kind: str, events: list[_Event]) -> None:
+    """Complete ranges under their canonical kind (``operator``: ProfilerStep#N only)."""
     for event in events:
-        if event.ph == "X":
-            ranges.cat.append(event.cat)
+        if event.ph == "X" and (kind != STEP_OPERATOR or event.name.startswith("ProfilerStep#")):
+            ranges.cat.append(kind)
             ranges.name.append(event.name)
             ranges.ts.append(bytes(event.ts))
             ranges.dur.append(bytes(event.dur) or b"0")

@@ -7,6 +7,7 @@ means; it knows nothing of files or of several ranks.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -16,15 +17,16 @@ import numpy as np
 from perfdiff.readers.torch_profiler.columns import _Columns, _gather, _spans
 from perfdiff.readers.torch_profiler.cycles import (
     _NO_LAUNCH,
-    STEP_PATTERN,
     _assign,
     _cycles,
     _CycleSpans,
     _detected_cycles,
     _launch_times,
+    has_steps,
 )
 from perfdiff.readers.torch_profiler.events import _Bad
-from perfdiff.readers.torch_profiler.metadata import _Meta
+from perfdiff.readers.torch_profiler.metadata import _Meta, device_for
+from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings
 from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
 from perfdiff.schema.model import (
     CycleTable,
@@ -53,6 +55,7 @@ class _RankData:
     warnings: list[str] = field(default_factory=list)
     metric_names: list[str] = field(default_factory=list)
     sample_interval_ns: int = 0
+    cycles_from: str = ""
 
 
 def _convert(meta: _Meta, events: list[msgspec.Raw], cycle_range: str | None) -> _RankData:
@@ -68,8 +71,11 @@ def _convert(meta: _Meta, events: list[msgspec.Raw], cycle_range: str | None) ->
             raise _Bad(f"no GPU kernels, only {profiler_ranges} cuda_profiler_range events "
                        "(the CUPTI range profiler's counters, without kernel records); record "
                        "with ProfilerActivity.CUDA to get kernels")
-        raise _Bad("no GPU events (kernels, memcpy, memset): a CPU-only trace; record with "
-                   "torch.profiler.ProfilerActivity.CUDA on a GPU")
+        raise _Bad("no GPU events (no category of " + known_gpu_spellings() + "): a "
+                   "CPU-only trace, or one whose GPU events perfdiff does not know yet "
+                   f"(categories here: {_most_frequent(gathered.categories)}; written by "
+                   f"{meta.writer}); record with torch.profiler.ProfilerActivity.CUDA on a "
+                   "GPU, or report the categories above")
     gpu_spans = [cols.spans(base_ns) for cols in (kernels, copies, sets)]  # checked first
     try:
         launch_ns = us_texts_to_ns(launch_ts) + base_ns
@@ -81,8 +87,15 @@ def _convert(meta: _Meta, events: list[msgspec.Raw], cycle_range: str | None) ->
     range_start, range_end = _spans(ranges.ts, ranges.dur, base_ns, "annotation range")
     range_rows = list(zip(ranges.cat, ranges.name, range_start.tolist(), range_end.tolist(),
                           ranges.device, strict=True))
-    if cycle_range is None and not any(STEP_PATTERN.match(name) for name in ranges.name):
-        spans, mode = _detected_cycles(kernels, names, launches, range_rows, warnings)
+    if cycle_range is None and not has_steps(range_rows):
+        # graph replays matter only here: with steps or ranges, a replay's kernels belong to
+        # the cycle that launched the graph, as any kernel does
+        replayed = _graph_replayed(kernels.correlation, gathered.graph_launches)
+        if replayed:
+            warnings.append(f"{replayed} of {len(kernels.name)} kernels were launched by "
+                            "CUDA/HIP graph replays (several kernels per launch)")
+        spans, mode = _detected_cycles(kernels, names, launches, range_rows, warnings,
+                                       gpu_spans[0][0] if replayed else None)
     else:
         spans, mode = _cycles(range_rows, cycle_range, warnings)
     run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,
@@ -90,16 +103,30 @@ def _convert(meta: _Meta, events: list[msgspec.Raw], cycle_range: str | None) ->
     if metrics:
         run = replace(run, metrics=metrics)
     used = sorted(set(kernels.device) | set(copies.device) | set(sets.device))
-    unknown = DeviceInfo(index=-1, name="unknown GPU", uuid="", sm_count=0, memory_bytes=0)
-    devices = [replace(meta.devices.get(d, unknown), index=d) for d in used]
+    devices = [replace(device_for(d, meta.devices, warnings), index=d) for d in used]
     run = replace(run, rank=meta.rank)
     return _RankData(
         run=run, names=names, devices=devices, rank=meta.rank, world_size=meta.world_size,
         schema_version=meta.schema_version, driver_version=meta.driver_version,
         cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
         warnings=warnings, metric_names=sorted({m.name for m in metrics}),
-        sample_interval_ns=interval,
+        sample_interval_ns=interval, cycles_from=spans.source,
     )
+
+
+def _most_frequent(counts: dict[str, int], shown: int = 6) -> str:
+    """The categories of a trace, most frequent first, for a one-line error."""
+    names = sorted(counts, key=lambda c: (-counts[c], c))
+    text = ", ".join(f"{n or '(none)'} x{counts[n]}" for n in names[:shown])
+    return (text + (f", {len(names) - shown} more" if len(names) > shown else "")) or "none"
+
+
+def _graph_replayed(correlation: list[int], graph_launches: set[int]) -> int:
+    """How many kernels came from graph replays: a correlation shared by several kernels
+    (one launch, many kernels), or one of a graph-launch call (spellings.GRAPH_LAUNCH_NAMES)."""
+    counts = Counter(correlation)
+    return sum(1 for c in correlation
+               if c != -1 and (counts[c] > 1 or c in graph_launches))
 
 
 def _build_run(kernels: _Columns, copies: _Columns, sets: _Columns,
@@ -111,7 +138,7 @@ def _build_run(kernels: _Columns, copies: _Columns, sets: _Columns,
     unmatched_total = 0
     for cols, (start, end) in zip((kernels, copies, sets), gpu_spans, strict=True):
         devices = np.asarray(cols.device, dtype=np.int64)
-        if mode == "gpu":
+        if mode in ("gpu", "gpu-start"):
             when = start
         else:
             when = _launch_times(cols.correlation, launches)

@@ -11,11 +11,17 @@ from typing import Any, TypeVar
 
 import msgspec
 
-LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver"})
-GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-RANGE_CATEGORIES = frozenset({"user_annotation", "gpu_user_annotation"})
-COUNTER_CATEGORY = "hardware_counters"
-PROFILER_RANGE_CATEGORY = "cuda_profiler_range"
+from perfdiff.readers.torch_profiler.spellings import (
+    CATEGORY_SPELLINGS,
+    COUNTERS,
+    CPU_RANGE,
+    GPU_KINDS,
+    GPU_RANGE,
+    LAUNCH,
+    STEP_OPERATOR,
+)
+
+_STEP_BYTES = b'"ProfilerStep#'  # a CPU op kept as a range only when it is a step
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -56,6 +62,7 @@ class _Launch(msgspec.Struct, gc=False):
     """A launch event (``cuda_runtime``/``cuda_driver``, HIP's): when, by which process, and
     which GPU event; its other fields are never built (launches are half the kept events)."""
 
+    name: str = ""
     pid: int | str = 0
     ts: msgspec.Raw = msgspec.Raw(b"")
     args: _LaunchArgs | None = None
@@ -79,6 +86,8 @@ class _Trace(msgspec.Struct, gc=False):
     distributedInfo: msgspec.Raw = msgspec.Raw(b"")
     cuda_driver_version: msgspec.Raw = msgspec.Raw(b"")
     cuda_runtime_version: msgspec.Raw = msgspec.Raw(b"")
+    hip_runtime_version: msgspec.Raw = msgspec.Raw(b"")
+    roctracer_version: msgspec.Raw = msgspec.Raw(b"")
     cupti_version: msgspec.Raw = msgspec.Raw(b"")
     host_name: msgspec.Raw = msgspec.Raw(b"")
     hostname: msgspec.Raw = msgspec.Raw(b"")
@@ -99,8 +108,6 @@ _TRACE_DECODER = msgspec.json.Decoder(_Trace)
 _KIND_DECODER = msgspec.json.Decoder(_Kind)
 _EVENT_DECODER = msgspec.json.Decoder(_Event)
 _LAUNCH_DECODER = msgspec.json.Decoder(_Launch)
-_WANTED = (GPU_CATEGORIES | LAUNCH_CATEGORIES | RANGE_CATEGORIES
-           | {COUNTER_CATEGORY, PROFILER_RANGE_CATEGORY})
 _COUNTER_DECODER = msgspec.json.Decoder(_CounterEvent)
 _ANY = msgspec.json.Decoder()
 
@@ -115,9 +122,10 @@ class _Sorted(msgspec.Struct, gc=False):
 
     gpu: dict[str, list[msgspec.Raw]]  # kernel / gpu_memcpy / gpu_memset, in file order
     launches: list[msgspec.Raw]
-    ranges: list[msgspec.Raw]
+    ranges: dict[str, list[msgspec.Raw]]  # user_annotation, gpu_user_annotation, operator
     counters: list[msgspec.Raw]  # hardware_counters samples (ph "C")
     profiler_ranges: int  # cuda_profiler_range events (their trace has no kernels)
+    categories: dict[str, int]  # every category seen, with its count (for the error lines)
 
 
 def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
@@ -130,26 +138,32 @@ def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     call per event. ``raws`` ends empty.
     """
     kind_of = _KIND_DECODER.decode
-    gpu: dict[str, list[msgspec.Raw]] = {cat: [] for cat in sorted(GPU_CATEGORIES)}
+    gpu: dict[str, list[msgspec.Raw]] = {kind: [] for kind in GPU_KINDS}
     launches: list[msgspec.Raw] = []
-    ranges: list[msgspec.Raw] = []
+    ranges: dict[str, list[msgspec.Raw]] = {CPU_RANGE: [], GPU_RANGE: [], STEP_OPERATOR: []}
     counters: list[msgspec.Raw] = []
+    categories: dict[str, int] = {}
     profiler_ranges = 0
-    wanted = _WANTED  # one set lookup turns away the CPU-side events, most of a trace
+    spelling = CATEGORY_SPELLINGS  # one dict lookup turns away most CPU-side events
     try:
         for raw in raws:
-            kind = kind_of(raw)
-            cat = kind.cat
-            if cat not in wanted:
+            event = kind_of(raw)
+            cat = event.cat
+            categories[cat] = categories.get(cat, 0) + 1
+            kind = spelling.get(cat)
+            if kind is None:
                 continue
-            if cat in GPU_CATEGORIES:
-                gpu[cat].append(raw)
-            elif cat in LAUNCH_CATEGORIES:
+            if kind in gpu:
+                gpu[kind].append(raw)
+            elif kind == LAUNCH:
                 launches.append(raw)
-            elif cat in RANGE_CATEGORIES:
-                ranges.append(raw)
-            elif cat == COUNTER_CATEGORY:
-                if kind.ph == "C":
+            elif kind == STEP_OPERATOR:
+                if _STEP_BYTES in bytes(raw):
+                    ranges[kind].append(raw)
+            elif kind in ranges:
+                ranges[kind].append(raw)
+            elif kind == COUNTERS:
+                if event.ph == "C":
                     counters.append(raw)
             else:
                 profiler_ranges += 1
@@ -157,7 +171,7 @@ def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
         raise _Bad(f"malformed trace event ({exc})") from None
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
-    return _Sorted(gpu, launches, ranges, counters, profiler_ranges)
+    return _Sorted(gpu, launches, ranges, counters, profiler_ranges, categories)
 
 
 def _decode(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> list[_T]:
