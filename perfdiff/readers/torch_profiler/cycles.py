@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfdiff.readers.torch_profiler.columns import _Columns
-from perfdiff.readers.torch_profiler.events import _Bad
+from perfdiff.readers.torch_profiler.columns import GpuColumns
+from perfdiff.readers.torch_profiler.events import BadTrace
 from perfdiff.readers.torch_profiler.spellings import CPU_RANGE, GPU_RANGE, STEP_OPERATOR
 from perfdiff.schema.model import IntArray
 from perfdiff.schema.periods import cycle_bounds_ns, detect_period
@@ -23,7 +23,7 @@ STEP_PATTERN = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 @dataclass(frozen=True)
-class _CycleSpans:
+class CycleSpans:
     index: list[int]
     start: list[int]
     end: list[int]
@@ -36,8 +36,8 @@ class _CycleSpans:
 Range = tuple[str, str, int, int, int]  # kind, name, start ns, end ns, device (or pid)
 
 
-def _cycles(ranges: list[Range], cycle_range: str | None,
-            warnings: list[str]) -> tuple[_CycleSpans, str]:
+def cut_cycles(ranges: list[Range], cycle_range: str | None,
+            warnings: list[str]) -> tuple[CycleSpans, str]:
     """The cycles (spans) and how work is assigned to them ("launch" or "gpu")."""
     if cycle_range is None:
         return _step_cycles(ranges, warnings), "launch"
@@ -52,25 +52,25 @@ def _cycles(ranges: list[Range], cycle_range: str | None,
             found = _outermost(found, kind, warnings)
             names = sorted({name for *_, name in found})
             shown = names[0] if len(names) == 1 else f"{len(names)} names matching {cycle_range!r}"
-            return _CycleSpans(list(range(len(found))), [f[0] for f in found],
+            return CycleSpans(list(range(len(found))), [f[0] for f in found],
                                [f[1] for f in found], shown, mode == "gpu",
                                [f[2] for f in found] if mode == "gpu" else [],
                                f"{kind} ranges matching {cycle_range!r}"), mode
-    raise _Bad(f"no user_annotation or gpu_user_annotation range whose whole name matches "
+    raise BadTrace(f"no user_annotation or gpu_user_annotation range whose whole name matches "
                f"{cycle_range!r}" + _range_hint(ranges))
 
 
-def _step_cycles(ranges: list[Range], warnings: list[str]) -> _CycleSpans:
+def _step_cycles(ranges: list[Range], warnings: list[str]) -> CycleSpans:
     """``ProfilerStep#N`` ranges (user annotations; torch 1.8/1.9: CPU operators)."""
     for kind in (CPU_RANGE, STEP_OPERATOR):
         steps = sorted((int(m.group(1)), start, end) for cat, name, start, end, _ in ranges
                        if cat == kind and (m := STEP_PATTERN.match(name)))
         if steps:
             steps = _unique_steps(steps, warnings)
-            return _CycleSpans([s[0] for s in steps], [s[1] for s in steps],
+            return CycleSpans([s[0] for s in steps], [s[1] for s in steps],
                                [s[2] for s in steps], "ProfilerStep", False, [],
                                "ProfilerStep#N")
-    raise _Bad("no ProfilerStep#N ranges (call prof.step() each iteration under a "
+    raise BadTrace("no ProfilerStep#N ranges (call prof.step() each iteration under a "
                "torch.profiler schedule), so there are no cycles; pass --cycle-range "
                "REGEX to take user_annotation/record_function ranges as the cycle"
                + _range_hint(ranges))
@@ -113,9 +113,9 @@ def _range_hint(ranges: list[Range]) -> str:
         f"{n[:60]!r} x{counts[n]}" for n in names) + ")"
 
 
-def _detected_cycles(kernels: _Columns, names: list[str], launches: dict[int, int],
+def detected_cycles(kernels: GpuColumns, names: list[str], launches: dict[int, int],
                      ranges: list[Range], warnings: list[str],
-                     gpu_start: IntArray | None = None) -> tuple[_CycleSpans, str]:
+                     gpu_start: IntArray | None = None) -> tuple[CycleSpans, str]:
     """No ProfilerStep and no --cycle-range: cycles where the kernel launch sequence repeats
     (perfdiff.schema.periods, the rule perfdiff collect uses for unmarked programs).
 
@@ -125,14 +125,14 @@ def _detected_cycles(kernels: _Columns, names: list[str], launches: dict[int, in
     """
     name_ids = {name: i for i, name in enumerate(names)}
     launch_ns = (gpu_start if gpu_start is not None
-                 else _launch_times(kernels.correlation, launches))
-    known = launch_ns != _NO_LAUNCH
+                 else launch_times(kernels.correlation, launches))
+    known = launch_ns != NO_LAUNCH
     order = np.argsort(launch_ns[known], kind="stable")
     ids = np.asarray([name_ids[n] for n in kernels.name], dtype=np.int64)[known][order]
     times = launch_ns[known][order]
     period = detect_period(ids, times)
     if not period.found:
-        raise _Bad("no ProfilerStep#N ranges and " + period.describe() + "; pass "
+        raise BadTrace("no ProfilerStep#N ranges and " + period.describe() + "; pass "
                    "--cycle-range NAME to take a user_annotation/record_function range as "
                    "the cycle" + _range_hint(ranges))
     start, end = cycle_bounds_ns(period, times)
@@ -142,7 +142,7 @@ def _detected_cycles(kernels: _Columns, names: list[str], launches: dict[int, in
                     f"{period.describe()}")
     start, end = _without_empty(start, end, warnings)
     n = int(start.size)
-    return _CycleSpans(list(range(n)), start.tolist(), end.tolist(), "detected period",
+    return CycleSpans(list(range(n)), start.tolist(), end.tolist(), "detected period",
                        False, [], f"detected period of {what}"), (
                            "gpu-start" if gpu_start is not None else "launch")
 
@@ -152,7 +152,7 @@ def _without_empty(start: IntArray, end: IntArray,
     """Detected cycles that last no time (launches with one timestamp) are no cycles."""
     empty = end <= start
     if empty.all():
-        raise _Bad("every detected cycle lasts 0 ns (its launches share one timestamp); "
+        raise BadTrace("every detected cycle lasts 0 ns (its launches share one timestamp); "
                    "pass --cycle-range REGEX to take record_function ranges as the cycle")
     if empty.any():
         warnings.append(f"{int(empty.sum())} detected cycles last 0 ns and were left out")
@@ -171,7 +171,7 @@ def _unique_steps(steps: list[tuple[int, int, int]],
     return sorted(seen.values(), key=lambda s: s[1])
 
 
-def _assign(spans: _CycleSpans, times: np.ndarray, devices: np.ndarray) -> np.ndarray:
+def assign_cycles(spans: CycleSpans, times: np.ndarray, devices: np.ndarray) -> np.ndarray:
     """Cycle index of each time (its launch, or its GPU start for GPU ranges), -1 outside."""
     if not spans.index or times.size == 0:
         return np.full(times.shape, -1, dtype=np.int64)
@@ -187,15 +187,15 @@ def _assign(spans: _CycleSpans, times: np.ndarray, devices: np.ndarray) -> np.nd
     order = np.argsort(start, kind="stable")
     start, end, index = start[order], end[order], index[order]
     pos = np.searchsorted(start, times, side="right") - 1
-    valid = (pos >= 0) & (times != _NO_LAUNCH)
+    valid = (pos >= 0) & (times != NO_LAUNCH)
     clipped = np.clip(pos, 0, None)
     inside = valid & (times < end[clipped])  # [start, end): as HTA assigns iterations
     return np.where(inside, index[clipped], -1).astype(np.int64)
 
 
-_NO_LAUNCH = np.iinfo(np.int64).min  # a GPU event whose launch is not in the trace
+NO_LAUNCH = np.iinfo(np.int64).min  # a GPU event whose launch is not in the trace
 
 
-def _launch_times(correlation: list[int], launches: dict[int, int]) -> IntArray:
-    return np.fromiter((launches.get(c, _NO_LAUNCH) for c in correlation), dtype=np.int64,
+def launch_times(correlation: list[int], launches: dict[int, int]) -> IntArray:
+    return np.fromiter((launches.get(c, NO_LAUNCH) for c in correlation), dtype=np.int64,
                        count=len(correlation))

@@ -12,12 +12,12 @@ from typing import Any
 
 import msgspec
 
-from perfdiff.readers.torch_profiler.events import _ANY, _Bad, _Trace
+from perfdiff.readers.torch_profiler.events import ANY_DECODER, BadTrace, Trace
 from perfdiff.schema.model import DeviceInfo
 
 
 @dataclass(frozen=True)
-class _Meta:
+class TraceMeta:
     """A trace's top-level keys, decoded (no raw slice of the file kept)."""
 
     base_ns: int
@@ -32,14 +32,14 @@ class _Meta:
     writer: str = ""  # who wrote the trace, as far as it says (for the error lines)
 
 
-def _metadata(trace: _Trace) -> _Meta:
+def trace_metadata(trace: Trace) -> TraceMeta:
     base_text = _version_text(trace.baseTimeNanoseconds)
     try:
         base_ns = int(base_text) if base_text is not None else 0
     except ValueError:
-        raise _Bad(f"baseTimeNanoseconds {base_text!r} is not an integer") from None
+        raise BadTrace(f"baseTimeNanoseconds {base_text!r} is not an integer") from None
     rank, world = _distributed(trace.distributedInfo)
-    return _Meta(
+    return TraceMeta(
         base_ns=base_ns, devices=_device_properties(trace.deviceProperties), rank=rank,
         world_size=world,
         host=_version_text(trace.host_name) or _version_text(trace.hostname),
@@ -51,7 +51,7 @@ def _metadata(trace: _Trace) -> _Meta:
     )
 
 
-def _writer(trace: _Trace) -> str:
+def _writer(trace: Trace) -> str:
     """What the trace says of the software that wrote it. Kineto does not record the torch
     version; its schema version and the CUDA/HIP versions are what there is."""
     facts = [f"Kineto schema {_version_text(trace.schemaVersion) or 'not given'}"]
@@ -65,7 +65,7 @@ def _writer(trace: _Trace) -> str:
 
 
 def _raw_json(raw: msgspec.Raw) -> Any:
-    return _ANY.decode(raw) if len(raw) else None
+    return ANY_DECODER.decode(raw) if len(raw) else None
 
 
 def _version_text(raw: msgspec.Raw) -> str | None:
