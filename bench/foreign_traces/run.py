@@ -31,7 +31,6 @@ from typing import Any
 MIRRORS = Path("/work/.mirror")
 SUITES = {"TraceLens": ("AMD-AGI+TraceLens", "tests/traces"),
           "HTA": ("facebookresearch+HolisticTraceAnalysis", "tests/data")}
-GPU_FOLDERS = frozenset({"h100", "mi300", "b200", "mi355", "mi210"})  # TraceLens: one per GPU
 ENTRY = [sys.executable, "-c", "from perfdiff.cli.entry import main; main()"]
 
 
@@ -68,8 +67,8 @@ def is_trace(path: Path) -> bool:
 
 
 def pairs(files: list[Path]) -> list[tuple[Path, Path]]:
-    """Sensible pairs: traces of one folder; the same file name under two GPU folders
-    (TraceLens h100/ against mi300/); decode against prefill+decode of one engine."""
+    """Sensible pairs: traces of one folder; the same file name under two folders (TraceLens
+    h100/ against mi300/, HTA's related copies); decode against prefill+decode of one engine."""
     out: set[tuple[Path, Path]] = set()
     by_folder: dict[Path, list[Path]] = {}
     for f in files:
@@ -78,8 +77,7 @@ def pairs(files: list[Path]) -> list[tuple[Path, Path]]:
         out.update(itertools.combinations(sorted(group), 2))
     by_name: dict[str, list[Path]] = {}
     for f in files:
-        if f.parent.name in GPU_FOLDERS:
-            by_name.setdefault(f.name, []).append(f)
+        by_name.setdefault(f.name, []).append(f)
     for group in by_name.values():
         out.update(itertools.combinations(sorted(group), 2))
     for engine in ("sglang", "vllm"):

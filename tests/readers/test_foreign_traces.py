@@ -10,6 +10,7 @@ their launch's time (35 cycles of 0 ns, then exit 70), ``device: 9`` became "unk
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -120,7 +121,7 @@ def test_steps_on_a_run_file() -> None:
     for run, chosen in zip(whole.runs, part.runs, strict=True):
         measured = run.cycles.index[~run.cycles.warmup]
         assert chosen.cycles.index.tolist() == measured[1:3].tolist()
-    assert any("--steps 1:3" in w for w in part.collection.warnings)
+    assert any("(--steps 1:3)" in w for w in part.collection.warnings)
 
 
 @pytest.mark.skipif(not LP.is_dir(), reason=missing_reason(LP))
@@ -139,6 +140,16 @@ def test_bad_steps_are_one_line() -> None:
         StepRange.parse("two:five")
     with pytest.raises(InputError, match="keeps no cycle"):
         load_input(SGLANG_DECODE, steps=StepRange.parse("500:"))
+
+
+def test_compare_takes_steps_on_both_doors(run_cli: Any) -> None:
+    """The plain line (fast parser) and the typer command (a value starting with '-')."""
+    code, out, _ = run_cli("compare", str(SGLANG_DECODE), str(SGLANG_DECODE), "--steps", "2:10")
+    assert code == 0 and "8 measured cycles" in out
+    code, out, _ = run_cli("compare", str(SGLANG_DECODE), str(SGLANG_DECODE), "--steps=-3:")
+    assert code == 0 and "3 measured cycles" in out
+    code, _, err = run_cli("compare", str(SGLANG_DECODE), str(SGLANG_DECODE), "--steps", "x")
+    assert code == 2 and err.count("\n") == 1 and "expected A:B" in err
 
 
 def test_cycle_range_is_refused_for_inputs_that_have_their_cycles() -> None:
