@@ -120,6 +120,16 @@ class _Sorted(msgspec.Struct, gc=False):
     profiler_ranges: int  # cuda_profiler_range events (their trace has no kernels)
 
 
+def _decode_replacing(decode: Any, raw: msgspec.Raw) -> Any:
+    """``decode(raw)``; an event whose strings are not UTF-8 is decoded with each bad byte
+    replaced by U+FFFD (Kineto writes names as the program gave them; a non-UTF-8 kernel name
+    ended in exit 70). The replacement keeps every other byte, so times and ids are intact."""
+    try:
+        return decode(raw)
+    except UnicodeDecodeError:
+        return decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
+
+
 def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     """Every event is looked at for its category and phase only (CPU ops, Python functions
     and flows are most of a trace, and are dropped here); GPU, launch and annotation events
@@ -138,7 +148,7 @@ def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     wanted = _WANTED  # one set lookup turns away the CPU-side events, most of a trace
     try:
         for raw in raws:
-            kind = kind_of(raw)
+            kind = _decode_replacing(kind_of, raw)
             cat = kind.cat
             if cat not in wanted:
                 continue
@@ -165,7 +175,10 @@ def _decode(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> list[
     slices is emptied, so that each is freed with its event."""
     decode = decoder.decode
     try:
-        events = [decode(raw) for raw in raws]
+        try:
+            events = [decode(raw) for raw in raws]
+        except UnicodeDecodeError:  # a name that is not UTF-8: kept, with U+FFFD for its bytes
+            events = [_decode_replacing(decode, raw) for raw in raws]
     except msgspec.ValidationError as exc:
         raise _Bad(f"malformed trace event ({exc})") from None
     del raws[:]
