@@ -246,10 +246,7 @@ class PmSampler:
         its image fills, and the rest of what it read is lost (one 82 ms hole per such
         decode on the H100 with a 40 % threshold: bench/README.md issue 13).
         """
-        with self._lock:
-            image_samples = self._max_image_samples()
-        threshold = max(1, min(int(DECODE_AT_FILL * self._buffer_bytes / SAMPLE_RECORD_BYTES),
-                               int(DECODE_AT_IMAGE_SHARE * image_samples)))
+        threshold = self._drain_threshold()
         while not self._stop_drain.wait(DRAIN_PERIOD_S):
             if self._backlog() < threshold:
                 continue
@@ -258,6 +255,14 @@ class PmSampler:
             except Exception as exc:
                 self._drain_error = exc
                 return
+
+    def _drain_threshold(self) -> int:
+        """Backlog (samples) at which the drain decodes while the program runs: 80 % of the
+        hardware buffer, but never more than DECODE_AT_IMAGE_SHARE of the largest image."""
+        with self._lock:
+            image_samples = self._max_image_samples()
+        return max(1, min(int(DECODE_AT_FILL * self._buffer_bytes / SAMPLE_RECORD_BYTES),
+                          int(DECODE_AT_IMAGE_SHARE * image_samples)))
 
     def _backlog(self) -> int:
         """Samples not decoded yet, estimated from the trace clock."""
@@ -364,10 +369,15 @@ class PmSampler:
                 # 12 s user program): what is still in the hardware buffer may decode now
                 self._decode_available()
             except Exception as exc:
-                if self._drain_error is None:
+                # What was decoded before is kept: a failed last decode once threw away every
+                # sample of an 8 s run (239,192 decoded; H100, scripts/gpu/pm_long_probe.py).
+                if not self._images:
                     raise
-                self.warnings.append(f"PM decode at stop failed too ({type(exc).__name__}: "
-                                     f"{exc})")
+                word = "too" if self._drain_error is not None else "(earlier samples kept)"
+                self.warnings.append(f"PM decode at stop failed {word} ({type(exc).__name__}: "
+                                     f"{exc}) [{self.describe()}]; raise --sample-interval-ns "
+                                     "for a program this long (the coverage warning says what "
+                                     "is missing)")
             ends, values = self._evaluate()
         finally:
             self._collector.disable()
