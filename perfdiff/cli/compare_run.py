@@ -194,7 +194,7 @@ def run_compare(args: CompareArgs) -> int:
     from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
     from perfdiff.cli.progress import rank_progress
-    from perfdiff.output import write_atomic
+    from perfdiff.output import output_file, write_together
     from perfdiff.report.gate import regression_lines
     from perfdiff.report.json_report import render_json
     from perfdiff.report.markdown import render_markdown
@@ -223,22 +223,23 @@ def run_compare(args: CompareArgs) -> int:
                  figure_links(figures, figures_dir, output.parent if output else Path()))
         text = render_markdown(comparison, max_rows=args.rows or None, figures=links)
     inputs = (args.normal, args.abnormal)
-    if output is not None:
-        write_atomic(output, text, inputs=inputs, what="the report")
-    elif output_format is ReportFormat.markdown and sys.stdout.isatty():
+    files = [] if output is None else [output_file(output, text, "the report")]
+    if figures_dir is not None:  # the report and its figures land together or not at all
+        from perfdiff.report.figures import figure_files
+
+        files += figure_files(figures, figures_dir)
+    written = write_together(files, inputs=inputs)
+    if output is None and output_format is ReportFormat.markdown and sys.stdout.isatty():
         from rich.console import Console  # a file or a pipe never needs rich
 
         from perfdiff.report.terminal import render_terminal
 
         render_terminal(comparison, Console())
-    else:
+    elif output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
-    if figures_dir is not None:
-        from perfdiff.report.figures import write_figures
-
-        for written in write_figures(figures, figures_dir, inputs=inputs):
-            print(f"perfdiff: wrote {written.png} and {written.svg.name}", file=sys.stderr)
+    for png in written[1 if output is not None else 0::2]:
+        print(f"perfdiff: wrote {png} and {png.with_suffix('.svg').name}", file=sys.stderr)
     if args.fail_on_regression is not None:
         found = regression_lines(find_regressions(comparison, args.fail_on_regression))
         if found:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from perfdiff.cli.bare_options import expand_bare_options
 from perfdiff.cli.compare_run import OPTIONS as COMPARE_OPTIONS
+from perfdiff.cli.option_limits import check_numeric_options
 from perfdiff.errors import PerfdiffError, exit_code_for
 from perfdiff.inputs import require_input
 
@@ -88,6 +89,7 @@ def main() -> None:
     argv = sys.argv[1:]
     inputs = input_arguments(argv)
     try:
+        check_numeric_options(argv)
         for path in inputs or ():
             require_input(path, folder_ok=argv[0] in FOLDERS_OK)
     except PerfdiffError as exc:

@@ -49,6 +49,10 @@ def import_trace(
 
     if len(traces) == 1 and is_nsys_input(traces[0]):  # one export holds all its processes
         run_file = read_nsys(traces[0], cycle_range=cycle_range)
+    elif any(is_nsys_input(path) for path in traces):
+        raise InputError(f"{len(traces)} inputs given with an Nsight Systems export among them; "
+                         "import one export at a time (it holds all its processes), then "
+                         "join exports with `perfdiff merge A.json.gz B.json.gz -o AB.json.gz`")
     else:
         for path in traces:
             if not is_torch_profiler_input(path):

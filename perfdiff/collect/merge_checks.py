@@ -21,9 +21,9 @@ from perfdiff.schema.model import RunFile
 # Parameters that describe how a recording was made, not what was measured: they may differ
 # between replicates of one experiment (an RNG seed included: replicates with their own seeds
 # are how independent runs are made; a torch.profiler trace's file and rank differ between the
-# ranks of one job).
+# ranks of one job; an nsys export's process ids differ between runs of one program).
 PROVENANCE_PARAMS = frozenset({"collect_command", "cycles", "warmup", "runs", "exit_codes",
-                               "seed", "source_files", "ranks"})
+                               "seed", "source_files", "ranks", "processes"})
 FORCE = "merge only recordings of one experiment, or pass --force"
 
 
