@@ -26,8 +26,9 @@ counted first and refused in one line when they would not fit the input limit
 (``PERFDIFF_MAX_INPUT_GIB``, :mod:`perfdiff.limits`).
 
 Layout: ``reader`` (entry) -> ``build`` (runs, run file) -> ``cycles`` / ``metrics`` /
-``machine`` -> ``budget`` (rows counted against the limit) -> ``activity`` (rows to columns) -> ``database`` (open, schema, version) ->
-``tables`` (the spellings, as data); ``rep`` converts ``.nsys-rep`` through nsys.
+``machine`` -> ``budget`` (rows counted against the limit) -> ``activity`` (rows to
+columns) -> ``database`` (open, schema, version) -> ``tables`` (the spellings, as data);
+``rep`` converts ``.nsys-rep`` through nsys.
 """
 
 from __future__ import annotations
