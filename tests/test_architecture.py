@@ -116,7 +116,7 @@ def test_analysis_opens_no_files() -> None:
 def test_every_input_kind_goes_through_the_one_door() -> None:
     """Commands read inputs through readers.dispatch; only the door names a format's reader."""
     readers = ("read_torch_profiler", "read_latencyprism", "is_torch_profiler_input",
-               "is_latencyprism_input", "is_latencyprism_folder")
+               "is_latencyprism_input", "is_latencyprism_folder", "read_nsys", "is_nsys_input")
     bad = [f"{p.relative_to(PACKAGE)}: {m}.{n}" for p, m, n in _imports(".")
            if n in readers and not p.is_relative_to(PACKAGE / "readers")
            and p.name != "import_trace.py"]

@@ -8,9 +8,14 @@ CLI reads the inputs through ``perfdiff.readers.dispatch`` (analysis opens no fi
 
 from __future__ import annotations
 
-from perfdiff.analysis.model import CompareOptions, Comparison
+from typing import TYPE_CHECKING
+
+from perfdiff.analysis.model import CompareOptions, Comparison, Replacement
 from perfdiff.analysis.sides import Side, side_of
 from perfdiff.schema.loaded import LoadedInput
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The statistics (pandas, scipy) are imported here, after both inputs were read: a trace is
 # read whole (its decompressed text, 35 MB for 100k events), and that peak need not sit on
@@ -26,9 +31,28 @@ def compare_loaded(normal_input: LoadedInput, abnormal_input: LoadedInput,
     from perfdiff.analysis.comparison import compare_tables
 
     normal, abnormal = side_of(normal_input), side_of(abnormal_input)
+    extra, found = _replacements(normal, abnormal, options)
     comparison = compare_tables(normal.table, abnormal.table, options, normal_meta=normal.meta,
-                                abnormal_meta=abnormal.meta, labels=labels)
+                                abnormal_meta=abnormal.meta, labels=labels, extra_rows=extra,
+                                replacements=found)
     return comparison, (normal, abnormal)
+
+
+def _replacements(normal: Side, abnormal: Side, options: CompareOptions | None
+                  ) -> tuple[tuple[pd.DataFrame, pd.DataFrame] | None, tuple[Replacement, ...]]:
+    """Replaced kernels, when both inputs know their launch order (run files and traces
+    with cycles of work, not fixed windows; not in LatencyPrism's own mode)."""
+    if normal.run_file is None or abnormal.run_file is None:
+        return None, ()
+    if options is not None and options.seed_compatible:
+        return None, ()
+    if normal.meta.window is not None or abnormal.meta.window is not None:
+        return None, ()
+    from perfdiff.analysis.replacements import replacement_rows
+
+    rows, found, _ = replacement_rows((normal.run_file, abnormal.run_file),
+                                      (normal.table, abnormal.table))
+    return rows, found
 
 
 __all__ = ["compare_loaded"]

@@ -31,8 +31,12 @@ if TYPE_CHECKING:
 # reader's peak memory (a trace's whole text at once) does not sit on top of pandas and scipy
 # (bench/README.md, issue 15).
 
-__all__ = ["IMPORTED_KIND", "LATENCYPRISM_KIND", "RUN_FILE_KIND", "Side", "SideMeta",
-           "cycle_rows_table", "run_file_meta", "side_from_run_file", "side_of"]
+# inputs whose cycles were recorded with every launch traced (CUPTI activity records or
+# torch.profiler): the recording's host cost is inside their cycles (headline.py)
+TRACED_KINDS = frozenset({RUN_FILE_KIND, IMPORTED_KIND})
+
+__all__ = ["IMPORTED_KIND", "LATENCYPRISM_KIND", "RUN_FILE_KIND", "TRACED_KINDS", "Side",
+           "SideMeta", "cycle_rows_table", "run_file_meta", "side_from_run_file", "side_of"]
 
 
 @dataclass(frozen=True)

@@ -23,11 +23,13 @@ from perfdiff.readers.latencyprism import (
     latencyprism_folder,
     read_latencyprism,
 )
+from perfdiff.readers.nsys import is_nsys_input, read_nsys
 from perfdiff.readers.steps import StepRange, select_steps
 from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_profiler
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.loaded import IMPORTED_KIND, LATENCYPRISM_KIND, RUN_FILE_KIND, LoadedInput
 from perfdiff.schema.model import RunFile
+from perfdiff.schema.shards import is_sharded_run, load_sharded_run
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,11 @@ def _read_trace(path: Path, options: ReadOptions) -> LoadedInput:
     return LoadedInput(str(path), IMPORTED_KIND, run_file=run_file)
 
 
+def _read_nsys(path: Path, options: ReadOptions) -> LoadedInput:
+    run_file = read_nsys(path, cycle_range=options.cycle_range)
+    return LoadedInput(str(path), IMPORTED_KIND, run_file=run_file)
+
+
 def _read_latencyprism(path: Path, options: ReadOptions) -> LoadedInput:
     folder = latencyprism_folder(path)
     return LoadedInput(str(folder), LATENCYPRISM_KIND, cycle_rows=read_latencyprism(folder),
@@ -65,6 +72,12 @@ def _read_run_file(path: Path, options: ReadOptions) -> LoadedInput:
     return LoadedInput(str(path), RUN_FILE_KIND, run_file=load_run_file(path))
 
 
+def _read_sharded(path: Path, options: ReadOptions) -> LoadedInput:
+    # joined whole, for the commands that need every launch at once; compare and ranks map a
+    # sharded run rank by rank instead (perfdiff.engine)
+    return LoadedInput(str(path), RUN_FILE_KIND, run_file=load_sharded_run(path))
+
+
 def _is_file(path: Path) -> bool:
     return path.is_file()
 
@@ -72,7 +85,9 @@ def _is_file(path: Path) -> bool:
 # first match wins: the run file is the fallback for any other file (its reader says, in one
 # line, why a file that is none of these cannot be read)
 INPUT_KINDS: tuple[InputKind, ...] = (
+    InputKind("sharded run", is_sharded_run, _read_sharded),
     InputKind("torch.profiler trace", is_torch_profiler_input, _read_trace, cuts_cycles=True),
+    InputKind("Nsight Systems export", is_nsys_input, _read_nsys, cuts_cycles=True),
     InputKind("LatencyPrism folder", is_latencyprism_input, _read_latencyprism),
     InputKind("run file", _is_file, _read_run_file),
 )
@@ -94,7 +109,8 @@ def open_input(path: str | Path, options: ReadOptions | None = None) -> LoadedIn
     p = require_input(path, folder_ok=True)
     kind = input_kind(p)
     if options.cycle_range is not None and not kind.cuts_cycles:
-        raise InputError(f"{p}: --cycle-range applies to torch.profiler traces only; a "
+        cutting = " and ".join(k.name + "s" for k in INPUT_KINDS if k.cuts_cycles)
+        raise InputError(f"{p}: --cycle-range applies to {cutting} only; a "
                          f"{kind.name} already has its cycles (--steps A:B chooses among them)")
     loaded = kind.read(p, options)
     return loaded if options.steps is None else select_steps(loaded, options.steps)

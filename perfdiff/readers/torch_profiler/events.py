@@ -129,6 +129,16 @@ class _Sorted(msgspec.Struct, gc=False):
     categories: dict[str, int]  # categories and counts, of a trace without GPU events only
 
 
+def _decode_replacing(decode: Any, raw: msgspec.Raw) -> Any:
+    """``decode(raw)``; an event whose strings are not UTF-8 is decoded with each bad byte
+    replaced by U+FFFD (Kineto writes names as the program gave them; a non-UTF-8 kernel name
+    ended in exit 70). The replacement keeps every other byte, so times and ids are intact."""
+    try:
+        return decode(raw)
+    except UnicodeDecodeError:
+        return decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
+
+
 def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     """Every event is looked at for its category and phase only (CPU ops, Python functions
     and flows are most of a trace, and are dropped here); GPU, launch and annotation events
@@ -148,7 +158,7 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     spelling = CATEGORY_SPELLINGS  # one dict lookup turns away most CPU-side events
     try:
         for raw in raws:
-            event = kind_of(raw)
+            event = _decode_replacing(kind_of, raw)
             cat = event.cat
             if cat not in spelling:
                 continue
@@ -181,7 +191,10 @@ def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> l
     slices is emptied, so that each is freed with its event."""
     decode = decoder.decode
     try:
-        events = [decode(raw) for raw in raws]
+        try:
+            events = [decode(raw) for raw in raws]
+        except UnicodeDecodeError:  # a name that is not UTF-8: kept, with U+FFFD for its bytes
+            events = [_decode_replacing(decode, raw) for raw in raws]
     except msgspec.ValidationError as exc:
         raise BadTrace(f"malformed trace event ({exc})") from None
     del raws[:]

@@ -57,3 +57,7 @@ def _read_one(path: Path, cycle_range: str | None) -> RankData:
         return convert_trace(meta, events, cycle_range)
     except BadTrace as exc:
         raise InputError(f"{path}: {exc}") from None
+    except OverflowError:  # an id or time past 64 bits (device 2**70): the data, not a bug
+        raise InputError(f"{path}: a number in a GPU event (device, stream, correlation id or "
+                         "time) is beyond 64 bits, which no profiler writes; the trace is "
+                         "damaged: re-export it") from None
