@@ -3,21 +3,29 @@
 Thin on purpose: the options become a :class:`CompareArgs` and :func:`run_compare` does the
 work (load both sides, compare, render, write, the ``--fail-on-regression`` exit code). The
 console script runs plain command lines through the same ``run_compare`` without typer
-(``compare_run.py`` says why); this command is the door for everything else, and its
-declarations are what the fast door's option table is checked against.
+(``compare_run.py`` says why); this command is the door for everything else.
+
+Its options are not written out here: they are built from the one table
+``compare_run.COMPARE_OPTIONS`` (names, types, bounds, help), which the fast parser and the
+console script read too, so that the three can never disagree (issue 24: they were declared
+three times).
 """
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import fields
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from perfdiff.cli.app import app
 from perfdiff.cli.compare_run import (
+    COMPARE_OPTIONS,
     DEFAULT_FIGURES,
     CompareArgs,
+    OptionSpec,
     ReportFormat,
     figure_links,
     figures_folder,
@@ -33,75 +41,55 @@ from perfdiff.cli.options import (
 # command, --help included, imports every command module to register it, and those imports
 # cost about a second.
 
+_TYPES: dict[str, Any] = {"flag": bool, "int": int, "float": float, "str": str, "path": Path,
+                          "format": ReportFormat}
+_SHARED = {"output": output_option, "alpha": alpha_option,
+           "fail_on_regression": fail_on_regression_option}
+_DEFAULTS = {f.name: f.default for f in fields(CompareArgs)}
 
-_D = CompareArgs  # the command's defaults are CompareArgs' (one place, both doors)
+
+def _option(spec: OptionSpec) -> Any:
+    """The typer option of one table row (a shared one from cli/options.py, whose help is
+    completed by the row's text)."""
+    if spec.shared:
+        return _SHARED[spec.shared](spec.help)
+    return typer.Option(*spec.names, min=spec.low, max=spec.high, metavar=spec.metavar,
+                        help=spec.help)
 
 
-@app.command()
-def compare(
-    normal: Annotated[Path, typer.Argument(
-        readable=False,  # perfdiff.inputs says why in one line (exit 3), not click (exit 2)
-        help="Baseline: a run file (.json/.json.gz), a torch.profiler trace (or a folder of "
-        "per-rank traces) or a LatencyPrism '*_perf_data' folder.")],
-    abnormal: Annotated[Path, typer.Argument(
-        readable=False,
-        help="The run to explain, same kinds of input as NORMAL.")],
-    *,
-    output: Annotated[Path | None, output_option("the report")] = None,
-    output_format: Annotated[ReportFormat, typer.Option(
-        "--format", help="markdown (the report), json (every number, full names, "
-        "versioned envelope) or html (one self-contained file: the report, every row of the "
-        "detailed table sortable, the figures inline).")] = _D.output_format,
-    top: Annotated[int, typer.Option(
-        "--top", min=0, help="Key findings described in prose.")] = _D.top,
-    rows: Annotated[int, typer.Option(
-        "--rows", min=0, help="Rows of the detailed table in markdown (0: all).")] = _D.rows,
-    alpha: Annotated[float, alpha_option("for the q-values")] = _D.alpha,
-    threshold: Annotated[float, typer.Option(
-        "--threshold", min=0.0, help="Practical threshold: a function's change of time per "
-        "cycle must exceed this % of cycle time to count.")] = _D.threshold,
-    run_cv_pct: Annotated[float, typer.Option(
-        "--run-cv-pct", min=0.0, metavar="PCT",
-        help="Run-to-run variation (CV, %) assumed for a side recorded in one run, which "
-        "cannot show it; GPU idle: % of the cycle. Ignored with >= 2 runs per side (measured "
-        "there).")] = _D.run_cv_pct,
-    fail_on_regression: Annotated[float | None, fail_on_regression_option(
-        "the cycle time, or a function's time per cycle (as % of cycle time),")] = None,
-    plots: Annotated[str | None, typer.Option(
-        "--plots", metavar="[DIR]", help="Write the figures (PNG and SVG) into DIR, or "
-        "with no DIR beside the report (REPORT-figures/), and link them from the markdown "
-        "(needs matplotlib: pip install 'perfdiff\\[plots]').")] = None,
-    seed_compatible: Annotated[bool, typer.Option(
-        "--seed-compatible", help="Reproduce LatencyPrism's numbers, ranking and sections "
-        "1-2 layout.")] = False,
-    force: Annotated[bool, typer.Option(
-        "--force", help="Compare runs from different GPU models or workloads anyway.")] = False,
-    label_normal: Annotated[str, typer.Option(
-        "--label-normal", help="Name of the NORMAL side in the report.")] = _D.label_normal,
-    label_abnormal: Annotated[str, typer.Option(
-        "--label-abnormal", help="Name of the ABNORMAL side in the report.")] = _D.label_abnormal,
-    cycle_range: Annotated[str | None, typer.Option(
-        "--cycle-range", metavar="REGEX", help="torch.profiler traces: cycles are the "
-        "user_annotation (record_function) or gpu_user_annotation ranges whose whole name "
-        "matches REGEX (a plain name matches itself) instead of ProfilerStep#N; Nsight Systems "
-        "exports: the NVTX ranges whose whole text matches REGEX.")] = None,
-    steps: Annotated[str | None, typer.Option(
-        "--steps", metavar="A:B", help="Compare only the measured cycles A to B-1 of each "
-        "side, counted from 0 in time order (2:10, 3:, :5, -4:); any kind of input.")] = None,
-    scheduler: Annotated[str | None, typer.Option(
-        "--scheduler", metavar="ADDRESS", help="Sharded runs: map the ranks on this Dask "
-        "scheduler (tcp://host:8786; default: DASK_SCHEDULER_ADDRESS, else in-process or a "
-        "local cluster by size).")] = None,
-) -> None:
+def _parameters() -> list[inspect.Parameter]:
+    inputs = [
+        inspect.Parameter("normal", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Annotated[
+            Path, typer.Argument(
+                readable=False,  # perfdiff.inputs says why in one line (exit 3), not click (2)
+                help="Baseline: a run file (.json/.json.gz), a torch.profiler trace (or a "
+                "folder of per-rank traces) or a LatencyPrism '*_perf_data' folder.")]),
+        inspect.Parameter("abnormal", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          annotation=Annotated[Path, typer.Argument(
+                              readable=False,
+                              help="The run to explain, same kinds of input as NORMAL.")]),
+    ]
+    options = []
+    for spec in COMPARE_OPTIONS:
+        default = _DEFAULTS[spec.field]
+        kind = _TYPES[spec.kind] if default is not None else _TYPES[spec.kind] | None
+        options.append(inspect.Parameter(spec.field, inspect.Parameter.KEYWORD_ONLY,
+                                         default=default,
+                                         annotation=Annotated[kind, _option(spec)]))
+    return inputs + options
+
+
+def compare(normal: Path, abnormal: Path, **options: Any) -> None:
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
-    code = run_compare(CompareArgs(
-        normal=normal, abnormal=abnormal, output=output, output_format=output_format,
-        top=top, rows=rows, alpha=alpha, threshold=threshold, run_cv_pct=run_cv_pct,
-        fail_on_regression=fail_on_regression, plots=plots, seed_compatible=seed_compatible,
-        force=force, label_normal=label_normal, label_abnormal=label_abnormal,
-        cycle_range=cycle_range, steps=steps, scheduler=scheduler))
+    code = run_compare(CompareArgs(normal=normal, abnormal=abnormal, **options))
     if code:
         raise typer.Exit(code)
+
+
+_PARAMETERS = _parameters()
+compare.__signature__ = inspect.Signature(_PARAMETERS)  # type: ignore[attr-defined]
+compare.__annotations__ = {p.name: p.annotation for p in _PARAMETERS}
+app.command()(compare)
 
 
 __all__ = ["DEFAULT_FIGURES", "ReportFormat", "compare", "figure_links", "figures_folder"]

@@ -69,34 +69,70 @@ class CompareArgs:
 
 @dataclass(frozen=True)
 class OptionSpec:
-    """One option of the fast parser: the field it sets, how its value is read, its bounds."""
+    """One option of ``compare``, declared once: the field of :class:`CompareArgs` it sets,
+    how its value is read, its bounds, its names, and its help. The fast parser reads this
+    table; the typer command (``perfdiff.cli.compare``) is built from it; the console script's
+    option sets (``perfdiff.cli.entry``) come from it. ``shared`` names a builder of
+    ``perfdiff.cli.options`` whose option (names, bounds, help) several commands share."""
 
     field: str
     kind: str  # "flag", "int", "float", "str", "path", "format"
     low: float | None = None
     high: float | None = None
+    names: tuple[str, ...] = ()
+    metavar: str | None = None
+    help: str = ""
+    shared: str = ""  # "output", "alpha", "fail_on_regression": built by cli/options.py
 
 
-# compare's options as the typer command declares them (a test compares the two)
-OPTIONS: dict[str, OptionSpec] = {
-    "--output": OptionSpec("output", "path"),
-    "-o": OptionSpec("output", "path"),
-    "--format": OptionSpec("output_format", "format"),
-    "--top": OptionSpec("top", "int", 0),
-    "--rows": OptionSpec("rows", "int", 0),
-    "--alpha": OptionSpec("alpha", "float", 0.0, 1.0),
-    "--threshold": OptionSpec("threshold", "float", 0.0),
-    "--run-cv-pct": OptionSpec("run_cv_pct", "float", 0.0),
-    "--fail-on-regression": OptionSpec("fail_on_regression", "float", 0.0),
-    "--plots": OptionSpec("plots", "str"),
-    "--seed-compatible": OptionSpec("seed_compatible", "flag"),
-    "--force": OptionSpec("force", "flag"),
-    "--label-normal": OptionSpec("label_normal", "str"),
-    "--label-abnormal": OptionSpec("label_abnormal", "str"),
-    "--cycle-range": OptionSpec("cycle_range", "str"),
-    "--steps": OptionSpec("steps", "str"),
-    "--scheduler": OptionSpec("scheduler", "str"),
-}
+COMPARE_OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec("output", "path", names=("--output", "-o"), help="the report",
+               shared="output"),
+    OptionSpec("output_format", "format", names=("--format",), help=(
+        "markdown (the report), json (every number, full names, versioned envelope) or html "
+        "(one self-contained file: the report, every row of the detailed table sortable, "
+        "the figures inline).")),
+    OptionSpec("top", "int", 0, names=("--top",), help="Key findings described in prose."),
+    OptionSpec("rows", "int", 0, names=("--rows",),
+               help="Rows of the detailed table in markdown (0: all)."),
+    OptionSpec("alpha", "float", 0.0, 1.0, names=("--alpha",), help="for the q-values",
+               shared="alpha"),
+    OptionSpec("threshold", "float", 0.0, names=("--threshold",), help=(
+        "Practical threshold: a function's change of time per cycle must exceed this % of "
+        "cycle time to count.")),
+    OptionSpec("run_cv_pct", "float", 0.0, names=("--run-cv-pct",), metavar="PCT", help=(
+        "Run-to-run variation (CV, %) assumed for a side recorded in one run, which cannot "
+        "show it; GPU idle: % of the cycle. Ignored with >= 2 runs per side (measured "
+        "there).")),
+    OptionSpec("fail_on_regression", "float", 0.0, names=("--fail-on-regression",),
+               help="the cycle time, or a function's time per cycle (as % of cycle time),",
+               shared="fail_on_regression"),
+    OptionSpec("plots", "str", names=("--plots",), metavar="[DIR]", help=(
+        "Write the figures (PNG and SVG) into DIR, or with no DIR beside the report "
+        "(REPORT-figures/), and link them from the markdown (needs matplotlib: pip install "
+        "'perfdiff\\[plots]').")),
+    OptionSpec("seed_compatible", "flag", names=("--seed-compatible",),
+               help="Reproduce LatencyPrism's numbers, ranking and sections 1-2 layout."),
+    OptionSpec("force", "flag", names=("--force",),
+               help="Compare runs from different GPU models or workloads anyway."),
+    OptionSpec("label_normal", "str", names=("--label-normal",),
+               help="Name of the NORMAL side in the report."),
+    OptionSpec("label_abnormal", "str", names=("--label-abnormal",),
+               help="Name of the ABNORMAL side in the report."),
+    OptionSpec("cycle_range", "str", names=("--cycle-range",), metavar="REGEX", help=(
+        "torch.profiler traces: cycles are the user_annotation (record_function) or "
+        "gpu_user_annotation ranges whose whole name matches REGEX (a plain name matches "
+        "itself) instead of ProfilerStep#N; Nsight Systems exports: the NVTX ranges whose "
+        "whole text matches REGEX.")),
+    OptionSpec("steps", "str", names=("--steps",), metavar="A:B", help=(
+        "Compare only the measured cycles A to B-1 of each side, counted from 0 in time "
+        "order (2:10, 3:, :5, -4:); any kind of input.")),
+    OptionSpec("scheduler", "str", names=("--scheduler",), metavar="ADDRESS", help=(
+        "Sharded runs: map the ranks on this Dask scheduler (tcp://host:8786; default: "
+        "DASK_SCHEDULER_ADDRESS, else in-process or a local cluster by size).")),
+)
+# the fast parser's view: every name of every option
+OPTIONS: dict[str, OptionSpec] = {name: spec for spec in COMPARE_OPTIONS for name in spec.names}
 _PLAIN_INT = re.compile(r"0|[1-9][0-9]*")
 _PLAIN_DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
 
@@ -305,5 +341,6 @@ def _html(comparison: Comparison, figures: list[RenderedFigure]) -> str:
     return render_html(comparison, [InlineFigure(f.key, f.title, f.svg) for f in figures], note)
 
 
-__all__ = ["OPTIONS", "CompareArgs", "ReportFormat", "compare_paths", "figure_links",
-           "figures_folder", "parse_compare_args", "run_compare"]
+__all__ = ["COMPARE_OPTIONS", "OPTIONS", "CompareArgs", "OptionSpec", "ReportFormat",
+           "compare_paths", "figure_links", "figures_folder", "parse_compare_args",
+           "run_compare"]

@@ -8,10 +8,14 @@ Mapping (docs/reference/run-file.md has the table):
 - ``ProfilerStep#N`` (``user_annotation`` on the CPU) -> cycle N. A GPU kernel, memcpy or
   memset belongs to the step in which its launch happened: the ``cuda_runtime``/``cuda_driver``
   event (or HIP's, same categories) with the same ``args.correlation``. GPU work runs behind
-  the CPU, so cutting by the kernel's own time would split a step. ``--cycle-range NAME``
-  takes ``user_annotation`` ranges of that name instead (or ``gpu_user_annotation`` ranges,
-  whose kernels are those that start inside them on the same device). A trace with neither
-  gets cycles where its kernel launch sequence repeats (``perfdiff.schema.periods``).
+  the CPU, so cutting by the kernel's own time would split a step. ``--cycle-range REGEX``
+  takes the ``user_annotation`` ranges whose whole name matches instead (or
+  ``gpu_user_annotation`` ranges, whose kernels are those that start inside them on the same
+  device). A trace with neither gets cycles where its kernel launch sequence repeats
+  (``perfdiff.schema.periods``); when CUDA/HIP graph replays launched its kernels (several
+  kernels share one correlation, so launch times say nothing), where the kernel sequence as
+  run on the GPU repeats, each kernel placed by its own GPU start.
+- Categories as each torch version spells them: ``spellings.py`` (a table).
 - Device = ``args.device`` (else ``pid``), stream = ``args.stream`` (else ``tid``).
 - GPU and driver from ``deviceProperties`` and the top-level version keys; rank and world size
   from ``distributedInfo``; ``hardware_counters`` counter samples (``ph: "C"``) -> PM series.
@@ -29,7 +33,8 @@ memory follows the GPU events.
 Layout (one job per module, imports point down this list):
 ``reader`` (the entry) -> ``assemble`` (ranks -> one run file) -> ``convert`` (one trace ->
 one run) -> ``cycles`` (steps, ranges, detected period) -> ``columns`` (the one pass over the
-events) -> ``timestamps`` / ``metadata`` / ``files`` -> ``events`` (msgspec structs, filter).
+events) -> ``timestamps`` / ``metadata`` / ``files`` -> ``events`` (msgspec structs, filter)
+-> ``spellings`` (category names of every torch version, a data table).
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from perfdiff.readers.torch_profiler.events import (
     sort_events,
 )
 from perfdiff.readers.torch_profiler.spellings import (
-    GRAPH_LAUNCH_NAMES,
     KERNEL,
     MEMCPY,
     MEMSET,
@@ -160,7 +159,6 @@ class _Gathered:
     launch_corr: list[int] = field(default_factory=list)
     launch_ts: list[bytes] = field(default_factory=list)
     cpu_pids: dict[int, int] = field(default_factory=dict)
-    graph_launches: set[int] = field(default_factory=set)  # correlations of graph launches
     profiler_ranges: int = 0
     categories: dict[str, int] = field(default_factory=dict)
     metrics: tuple[MetricSeries, ...] = ()
@@ -208,10 +206,6 @@ def _add_launches(out: _Gathered, events: list[Launch]) -> None:
                  if isinstance(a, LaunchArgs) and isinstance(a.correlation, int)]
     out.launch_corr += [c for c, _ in with_corr]
     out.launch_ts += [bytes(ts) for _, ts in with_corr]
-    out.graph_launches.update(
-        a.correlation for e, a in zip(events, args, strict=True)
-        if e.name in GRAPH_LAUNCH_NAMES and isinstance(a, LaunchArgs)
-        and isinstance(a.correlation, int))
     # counted in C; first seen first, as the pids are met in the file
     for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
         out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n

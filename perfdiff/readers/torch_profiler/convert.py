@@ -90,7 +90,7 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
     if cycle_range is None and not has_steps(range_rows):
         # graph replays matter only here: with steps or ranges, a replay's kernels belong to
         # the cycle that launched the graph, as any kernel does
-        replayed = _graph_replayed(kernels.correlation, gathered.graph_launches)
+        replayed = _graph_replayed(kernels.correlation)
         if replayed:
             warnings.append(f"{replayed} of {len(kernels.name)} kernels were launched by "
                             "CUDA/HIP graph replays (several kernels per launch)")
@@ -121,14 +121,12 @@ def _most_frequent(counts: dict[str, int], shown: int = 6) -> str:
     return (text + (f", {len(names) - shown} more" if len(names) > shown else "")) or "none"
 
 
-def _graph_replayed(correlation: list[int], graph_launches: set[int]) -> int:
-    """How many kernels came from graph replays: a correlation shared by several kernels
-    (one launch, many kernels), or one of a graph-launch call (spellings.GRAPH_LAUNCH_NAMES)."""
+def _graph_replayed(correlation: list[int]) -> int:
+    """How many kernels came from graph replays (``cudaGraphLaunch``, ``hipGraphLaunch``): one
+    launch, several kernels, so a correlation that several kernels share. Told by the data,
+    not by the launch's name, which each CUDA/HIP version spells its own way."""
     counts = Counter(correlation)
-    return sum(1 for c in correlation
-               if c != -1 and (counts[c] > 1 or c in graph_launches))
-
-
+    return sum(1 for c in correlation if c != -1 and counts[c] > 1)
 def _build_run(kernels: GpuColumns, copies: GpuColumns, sets: GpuColumns,
                gpu_spans: list[tuple[IntArray, IntArray]], names: list[str],
                spans: CycleSpans, mode: str, launches: dict[int, int],

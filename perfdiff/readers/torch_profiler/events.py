@@ -7,6 +7,7 @@ says it is needed (GPU, launch, annotation); CPU-side events are only counted.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, TypeVar
 
 import msgspec
@@ -125,7 +126,7 @@ class _Sorted(msgspec.Struct, gc=False):
     ranges: dict[str, list[msgspec.Raw]]  # user_annotation, gpu_user_annotation, operator
     counters: list[msgspec.Raw]  # hardware_counters samples (ph "C")
     profiler_ranges: int  # cuda_profiler_range events (their trace has no kernels)
-    categories: dict[str, int]  # every category seen, with its count (for the error lines)
+    categories: dict[str, int]  # categories and counts, of a trace without GPU events only
 
 
 def _decode_replacing(decode: Any, raw: msgspec.Raw) -> Any:
@@ -159,10 +160,9 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
         for raw in raws:
             event = _decode_replacing(kind_of, raw)
             cat = event.cat
-            categories[cat] = categories.get(cat, 0) + 1
-            kind = spelling.get(cat)
-            if kind is None:
+            if cat not in spelling:
                 continue
+            kind = spelling[cat]
             if kind in gpu:
                 gpu[kind].append(raw)
             elif kind == LAUNCH:
@@ -179,6 +179,8 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
                 profiler_ranges += 1
     except msgspec.ValidationError as exc:
         raise BadTrace(f"malformed trace event ({exc})") from None
+    if not any(gpu.values()):  # the error line lists the categories: counted only then
+        categories = dict(Counter(kind_of(raw).cat for raw in raws))
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
     return _Sorted(gpu, launches, ranges, counters, profiler_ranges, categories)

@@ -4,6 +4,7 @@ Why a table: Kineto renamed its categories (torch 1.8/1.9 wrote ``"Kernel"``, ``
 ``"Memcpy"``, ``"Memset"``, with ``ProfilerStep#N`` as an ``"Operator"``; later versions write
 ``"kernel"``, ``"cuda_runtime"``, ``"gpu_memcpy"``, ``"gpu_memset"``, ``"user_annotation"``),
 ROCm builds write HIP calls under the same or ``hip_*`` names, and more spellings will come.
+(Graph replays are told by the data, not by a name: several kernels share one correlation.)
 Each spelling seen in a real trace is one row here, and ``tests/readers`` checks the table
 against the real traces (fixtures/kineto/foreign); the rest of the reader speaks the canonical
 names only.
@@ -42,15 +43,9 @@ CATEGORY_SPELLINGS: Final[dict[str, str]] = {
     "user_annotation": CPU_RANGE,
     "gpu_user_annotation": GPU_RANGE,
     "Operator": STEP_OPERATOR,  # torch 1.8, 1.9: CPU ops, ProfilerStep#N among them
-    "cpu_op": STEP_OPERATOR,  # ProfilerStep#N written as a CPU op by some versions
     "hardware_counters": COUNTERS,
     "cuda_profiler_range": PROFILER_RANGE,
 }
-
-# a host call whose one correlation launches many kernels: a CUDA/HIP graph replay. Detected
-# by the data (several GPU events share the correlation); the names are for the messages.
-GRAPH_LAUNCH_NAMES: Final = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000",
-                                       "cuGraphLaunch", "hipGraphLaunch"})
 
 # top-level keys that tell which software wrote a trace, for the line that says what a trace
 # perfdiff cannot read was missing
