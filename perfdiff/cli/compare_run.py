@@ -163,6 +163,10 @@ def run_compare(args: CompareArgs) -> int:
 
     for path in (args.normal, args.abnormal):  # before the heavy imports: a missing file
         require_input(path, folder_ok=True)
+    if args.output is not None:  # an output over or inside an input: said before the work
+        from perfdiff.output import refuse_inputs
+
+        refuse_inputs(args.output, (args.normal, args.abnormal))
     from perfdiff.analysis.entry import compare_inputs_and_sides
     from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
