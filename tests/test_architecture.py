@@ -82,3 +82,61 @@ def test_nothing_in_the_package_is_for_benchmarks_or_tests_only() -> None:
     bad = [f"{p.relative_to(PACKAGE)}: {m}" for p, m, _ in _imports(".")
            if m.split(".")[0] in ("bench", "tests")]
     assert not bad, bad
+
+
+def test_readers_and_analysis_do_not_import_each_other() -> None:
+    """The door (readers/) and the statistics (analysis/) meet only in schema/'s types
+    (``schema.loaded``); an import either way is a cycle waiting (issue 24)."""
+    bad = [f"analysis/{p.name}: {m}" for p, m, _ in _imports("analysis")
+           if m.startswith("perfdiff.readers")]
+    bad += [f"readers/{p.relative_to(PACKAGE / 'readers')}: {m}" for p, m, _ in _imports("readers")
+            if m.startswith("perfdiff.analysis")]
+    assert not bad, bad
+
+
+FILE_OPENERS = frozenset({"open", "read_csv", "read_json", "read_bytes", "read_text",
+                          "load_run_file", "iterdir", "glob", "rglob", "is_file", "is_dir",
+                          "exists", "stat"})
+
+
+def test_analysis_opens_no_files() -> None:
+    """What a path is and what it holds is decided in readers/ (the door); analysis gets
+    what was read."""
+    bad = []
+    for path in sorted((PACKAGE / "analysis").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if name in FILE_OPENERS:
+                    bad.append(f"{path.name}:{node.lineno}: {name}()")
+    assert not bad, bad
+
+
+def test_every_input_kind_goes_through_the_one_door() -> None:
+    """Commands read inputs through readers.dispatch; only the door names a format's reader."""
+    readers = ("read_torch_profiler", "read_latencyprism", "is_torch_profiler_input",
+               "is_latencyprism_input", "is_latencyprism_folder", "read_nsys", "is_nsys_input")
+    bad = [f"{p.relative_to(PACKAGE)}: {m}.{n}" for p, m, n in _imports(".")
+           if n in readers and not p.is_relative_to(PACKAGE / "readers")
+           and p.name != "import_trace.py"]
+    assert not bad, bad
+
+
+def test_compare_options_are_declared_in_one_table() -> None:
+    """The console script's option sets for compare are the fast parser's table, which a test
+    in tests/cli checks against the typer command."""
+    from perfdiff.cli.compare_run import OPTIONS
+    from perfdiff.cli.entry import FLAG_OPTIONS, VALUE_OPTIONS
+
+    assert VALUE_OPTIONS["compare"] | FLAG_OPTIONS["compare"] == set(OPTIONS)
+    source = (PACKAGE / "cli" / "entry.py").read_text(encoding="utf-8")
+    assert '"--cycle-range"' not in source.split("VALUE_OPTIONS", 1)[1].split('"kernels"')[0]
+
+
+def test_the_trace_readers_modules_talk_through_public_names() -> None:
+    """Modules of one package import each other's public names only (STYLE.md): a private
+    name is free to change inside its module."""
+    bad = [f"{p.relative_to(PACKAGE)}: {m}.{n}" for p, m, n in _imports("readers")
+           if m.startswith("perfdiff.readers.") and n.startswith("_")]
+    assert not bad, bad

@@ -26,7 +26,7 @@ AA_GLOB = "gpt-infer-aa-*.json.gz"
 
 def load_aa_tables(folder: Path, pattern: str = AA_GLOB) -> list[tuple[str, pd.DataFrame]]:
     """Cycle tables of the A/A run files in ``folder``, sorted by name."""
-    from perfdiff.analysis.sides import load_side
+    from tests.door import load_side
 
     return [(path.name, load_side(path).table) for path in sorted(folder.glob(pattern))]
 

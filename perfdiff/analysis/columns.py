@@ -61,6 +61,11 @@ CYCLE_KEY: Final = (RUN, PID, CYCLE)
 # func_type values with a meaning for the statistics
 KERNEL_TYPES: Final = frozenset({"kernel", "gpu_compute"})
 IDLE_FUNCTION: Final = "[GPU idle]"
+# pseudo-functions that sum or pair other rows (family_rows.py, replacements.py): tested and
+# ranked like functions, but not launched, so never in launch counts or GPU-busy sums
+FAMILY_TYPE: Final = "family"
+REPLACED_TYPE: Final = "replaced"
+PSEUDO_TYPES: Final = frozenset({FAMILY_TYPE, REPLACED_TYPE})
 
 
 def empty_cycle_table() -> pd.DataFrame:

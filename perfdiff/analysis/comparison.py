@@ -25,7 +25,17 @@ import pandas as pd
 
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.collectives import collective_note
-from perfdiff.analysis.findings import CHANGE, abs0, key_findings, rank_rows
+from perfdiff.analysis.family_rows import with_family_rows
+from perfdiff.analysis.few_cycles import described_changes, is_few
+from perfdiff.analysis.findings import (
+    CHANGE,
+    abs0,
+    idle_leads,
+    key_findings,
+    lead_with_gpu_work,
+    rank_rows,
+)
+from perfdiff.analysis.headline import headline, host_bound_note
 from perfdiff.analysis.inventory import inventory_changes, present_functions
 from perfdiff.analysis.launch_changes import launch_changes
 from perfdiff.analysis.model import (
@@ -33,6 +43,7 @@ from perfdiff.analysis.model import (
     Comparison,
     InventoryChange,
     MetricRow,
+    Replacement,
     TestUnit,
     Verdict,
 )
@@ -46,7 +57,7 @@ from perfdiff.analysis.noise import (
     relative_logs,
 )
 from perfdiff.analysis.processes import align_pids
-from perfdiff.analysis.sides import SideMeta
+from perfdiff.analysis.sides import TRACED_KINDS, SideMeta
 from perfdiff.analysis.stats import (
     ABS_SE_FLOOR,
     REL_SE_FLOOR,
@@ -78,8 +89,14 @@ def compare_tables(
     normal_meta: SideMeta | None = None,
     abnormal_meta: SideMeta | None = None,
     labels: tuple[str, str] = ("normal", "abnormal"),
+    extra_rows: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    replacements: tuple[Replacement, ...] = (),
 ) -> Comparison:
-    """Compare two cycle tables (see the module docstring); raises InputError on empty input."""
+    """Compare two cycle tables (see the module docstring); raises InputError on empty input.
+
+    ``extra_rows`` (pseudo-functions to test with the rest, such as the replaced kernels of
+    ``replacements.py``) are appended to each side before the statistics.
+    """
     opts = options or CompareOptions()
     metas = (
         normal_meta or SideMeta(source="<table>", kind="table"),
@@ -96,6 +113,8 @@ def compare_tables(
                 "record more cycles"
             )
     forced_notes = check_comparable(metas[0], metas[1], force=opts.force)
+    if extra_rows is not None and not opts.seed_compatible:
+        tables = (_appended(tables[0], extra_rows[0]), _appended(tables[1], extra_rows[1]))
     abnormal_aligned, pid_note = align_pids(tables[0], tables[1])
     tables = (tables[0], abnormal_aligned)
     same_cut = cycles_comparable(tables[0], tables[1])
@@ -110,6 +129,10 @@ def compare_tables(
         from perfdiff.analysis.seed_compat import seed_comparison
 
         return seed_comparison(tables, metas, labels, opts, comparable, tuple(notes))
+    base_tables = tables
+    split = headline(tables, traced=all(m.kind in TRACED_KINDS for m in metas)) if comparable \
+        else None
+    tables = with_family_rows(tables)
     n_runs = [int(t[C.RUN].nunique()) for t in tables]
     unit: TestUnit = "runs" if min(n_runs) >= 2 else "batch means"
     notes.append(_unit_note(unit, n_runs, opts.n_batches, opts.run_cv_pct))
@@ -126,9 +149,19 @@ def compare_tables(
     cycle_ms_by_pid = (
         tables[0].drop_duplicates([C.RUN, C.PID, C.CYCLE]).groupby(C.PID)[C.CYCLE_MS].mean()
     )
-    rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid, unit)
+    threshold_ms_by_pid = cycle_ms_by_pid
+    if split is not None and split.traced and split.host_bound and split.pid is not None:
+        # tracing inflates the host's part of a host-bound cycle: a change of the GPU's work
+        # is measured against that work, not against a cycle the recording lengthened
+        work_ms = max(split.gpu_work_ms_normal, split.gpu_work_ms_abnormal)
+        threshold_ms_by_pid = cycle_ms_by_pid.copy()
+        cycle_ms = float(cycle_ms_by_pid.get(split.pid, work_ms))
+        threshold_ms_by_pid[split.pid] = min(work_ms, cycle_ms)
+        notes.append(host_bound_note(split, opts.practical_threshold_pct))
+    rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid, unit,
+                                     threshold_ms_by_pid)
     cycle_time = cycle_time_change(tables, unit, opts, comparable)
-    findings = key_findings(rows, opts, comparable, cycle_time)
+    findings = lead_with_gpu_work(key_findings(rows, opts, comparable, cycle_time), split)
     if findings and all(f.verdict not in CHANGE for f in findings) and comparable:
         notes.append(
             "The cycle time changed but no single function changed by more than "
@@ -156,8 +189,30 @@ def compare_tables(
         options=opts,
         mde_pct=mde_pct,
         notes=tuple(dict.fromkeys(notes)),
-        launch_changes=tuple(launch_changes(tables)) if comparable else (),
+        launch_changes=tuple(launch_changes(_launched(base_tables))) if comparable else (),
+        replacements=replacements,
+        headline=split,
+        described=described_changes(rows, inventory, split is None or idle_leads(split))
+        if comparable and is_few(*_cycle_counts(tables)) else (),
     )
+
+
+def _cycle_counts(tables: tuple[pd.DataFrame, pd.DataFrame]) -> tuple[int, int]:
+    """Measured cycles per side (all runs; the processes of one run share their cycles)."""
+    counts = [len(t.drop_duplicates([C.RUN, C.CYCLE])) for t in tables]
+    return counts[0], counts[1]
+
+
+def _launched(tables: tuple[pd.DataFrame, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tables without pseudo-functions (they are not launched)."""
+    kept = [t[~t[C.FUNC_TYPE].isin(C.PSEUDO_TYPES)] for t in tables]
+    return kept[0], kept[1]
+
+
+def _appended(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
+    if extra.empty:
+        return table
+    return pd.concat([table, extra.reindex(columns=table.columns)], ignore_index=True)
 
 
 def _unit_note(unit: TestUnit, n_runs: list[int], n_batches: int, run_cv_pct: float) -> str:
@@ -230,6 +285,7 @@ def _rows(
     comparable: bool,
     cycle_ms_by_pid: pd.Series,
     unit: TestUnit,
+    threshold_ms_by_pid: pd.Series,
 ) -> tuple[list[MetricRow], list[InventoryChange], float]:
     fstats: list[_FunctionStats] = []
     metric_blocks: list[pd.DataFrame] = []
@@ -241,7 +297,9 @@ def _rows(
         if not common:
             continue
         cycle_ms = float(cycle_ms_by_pid.get(pid, math.nan))
-        block = _function_stats(units, group, common, opts, comparable, cycle_ms, unit)
+        threshold_ms = float(threshold_ms_by_pid.get(pid, math.nan))
+        block = _function_stats(units, group, common, opts, comparable, cycle_ms, unit,
+                                threshold_ms)
         fstats.extend(block)
         metric_blocks.append(_metric_stats(units, group, common))
     # Tests that can never pass the practical threshold (|Δ| <= mean_n + mean_a <= threshold)
@@ -273,6 +331,7 @@ def _function_stats(
     comparable: bool,
     cycle_ms: float,
     unit: TestUnit,
+    threshold_ms: float,
 ) -> list[_FunctionStats]:
     t = [group_rows(u.time_ms, group).reindex(columns=common).to_numpy() for u in units]
     b = [group_rows(u.cycle_share_pct, group).reindex(columns=common).to_numpy() for u in units]
@@ -328,7 +387,7 @@ def _function_stats(
     )
     primary = w_time if comparable else w_cycle_share
     threshold = (
-        opts.practical_threshold_pct / 100.0 * cycle_ms
+        opts.practical_threshold_pct / 100.0 * threshold_ms
         if comparable
         else opts.practical_threshold_pct
     )

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from perfdiff.analysis import columns as C
 from perfdiff.analysis.collectives import is_collective
 from perfdiff.analysis.model import (
     CompareOptions,
     CycleTimeChange,
     Finding,
+    Headline,
     MetricMove,
     MetricRow,
 )
@@ -102,6 +104,30 @@ def key_findings(
             )
         )
     return findings
+
+
+def lead_with_gpu_work(findings: list[Finding], split: Headline | None) -> list[Finding]:
+    """Never lead with ``[GPU idle]`` alone when the GPU's work moved more.
+
+    Why: GPU idle is the host's part of the cycle, and under tracing it holds the recording's
+    own cost per launch; when the GPU's work per cycle changed by more than idle did, that
+    change is what the program did, so the first finding is the largest change of work
+    (a family, a replaced group or a kernel) and idle comes after it.
+    """
+    if split is None or len(findings) < 2 or findings[0].function != C.IDLE_FUNCTION:
+        return findings
+    if not idle_leads(split):
+        return [findings[1], findings[0], *findings[2:]]
+    return findings
+
+
+def idle_leads(split: Headline) -> bool:
+    """May ``[GPU idle]`` be the first finding? Not under tracing of a host-bound cycle (the
+    recording's own host cost is in it), nor when the GPU's work moved more than idle did."""
+    if split.traced and split.host_bound:
+        return False
+    idle_delta = next((p.delta_ms for p in split.parts if p.kind == "idle"), 0.0)
+    return abs(idle_delta) > abs(split.gpu_work_delta_ms)
 
 
 def finding_of(row: MetricRow, *, p_value: float, moves: list[MetricMove]) -> Finding:

@@ -203,3 +203,80 @@ class Comparison:
     notes: tuple[str, ...] = field(default=())  # warnings shown at the top of the report
     # functions launched more or fewer times per cycle (comparable cycles only)
     launch_changes: tuple[LaunchChange, ...] = field(default=())
+    # added by issue 23: kernels replaced by others, and the split of the cycle-time change
+    replacements: tuple[Replacement, ...] = field(default=())
+    headline: Headline | None = None
+    # with few cycles per side (``few_cycles.FEW_CYCLES``): the changes, largest first,
+    # described instead of tested; empty otherwise
+    described: tuple[DescribedChange, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class ReplacementMember:
+    """Kernels that took each other's place (``alignment.Replaced``), and how often per cycle."""
+
+    before: tuple[str, ...]  # normal side, launch order
+    after: tuple[str, ...]  # abnormal side
+    per_cycle: float  # mean occurrences per measured cycle (both sides' alignments averaged)
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Kernels replaced by others in nearly every cycle (``replacements.py``).
+
+    ``function`` names the pseudo-function row that carries its statistics (time per cycle,
+    interval, q, verdict) in :attr:`Comparison.rows`.
+    """
+
+    function: str
+    found_pct_normal: float  # share of measured cycles in which it was found, %
+    found_pct_abnormal: float
+    launches_normal: float  # kernels replaced per cycle (normal) and replacing (abnormal)
+    launches_abnormal: float
+    members: tuple[ReplacementMember, ...]  # largest first, at most a few
+    n_members: int  # distinct member pairs or groups in all
+
+
+@dataclass(frozen=True)
+class HeadlinePart:
+    """One part of the cycle-time change (``headline.py``)."""
+
+    label: str  # "GEMM", "GPU idle", "kernel overlap", ...
+    kind: Literal["family", "idle", "overlap", "host"]
+    ms_normal: float  # mean per cycle
+    ms_abnormal: float
+    delta_ms: float
+    replaced_delta_ms: float = 0.0  # the part of delta_ms in replaced kernels (families)
+    detail_normal: str = ""  # precision/engine mix: "bf16 tensor core 97 %"
+    detail_abnormal: str = ""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The change of mean cycle time split into parts that sum to it (one device)."""
+
+    device: str
+    pid: int | None
+    cycle_ms_normal: float
+    cycle_ms_abnormal: float
+    delta_ms: float
+    gpu_work_delta_ms: float  # sum of the family parts (kernel + copy time)
+    gpu_work_ms_normal: float
+    gpu_work_ms_abnormal: float
+    parts: tuple[HeadlinePart, ...]  # largest |delta| first
+    host_bound: bool  # GPU idle >= half of the cycle on a side
+    traced: bool  # an input is a trace or traced cycles: tracing inflates host time
+
+
+@dataclass(frozen=True)
+class DescribedChange:
+    """A change of time per cycle described, not tested (few cycles: ``few_cycles.py``)."""
+
+    function: str
+    device: str
+    pid: int | None
+    func_type: str  # "kernel", "family", "replaced", "idle", ...
+    change: Literal["slower", "faster", "appeared", "vanished"]
+    time_ms_normal: float  # mean per cycle (0 on the side where it does not exist)
+    time_ms_abnormal: float
+    delta_ms: float

@@ -46,7 +46,7 @@ from perfdiff.analysis.summary import (
     side_summary,
 )
 from perfdiff.analysis.units import side_units
-from perfdiff.readers.latencyprism import LP_METRIC_PCT_SCALE
+from perfdiff.schema.loaded import LP_METRIC_PCT_SCALE
 
 KEY = [C.PID, C.DEVICE, C.FUNCTION, C.METRIC]
 EVERY_CYCLE = 10**9  # "batches" of one cycle each

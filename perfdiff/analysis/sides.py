@@ -1,6 +1,7 @@
-"""Load one side of a comparison: a run file, a torch.profiler trace or a LatencyPrism folder.
+"""One side of a comparison: the cycle table and metadata of an input the door has read.
 
-Why one loader: ``compare`` takes either kind of input for either side; everything the
+Why one function (:func:`side_of`): ``compare`` takes any kind of input for either side
+(``perfdiff.readers.dispatch`` reads it; analysis opens no files); everything the
 statistics need is the cycle table plus a little metadata (:class:`SideMeta`) for the report's
 header, environment section and the "can these be compared?" check.
 """
@@ -8,15 +9,16 @@ header, environment section and the "can these be compared?" check.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perfdiff.analysis.self_overhead import self_overhead_notes
-from perfdiff.errors import InputError
-from perfdiff.inputs import require_input
-from perfdiff.readers.dispatch import load_trace
-from perfdiff.readers.latencyprism import PERF_FILE, is_latencyprism_folder
-from perfdiff.schema.io import load_run_file
+from perfdiff.schema.loaded import (
+    IMPORTED_KIND,
+    LATENCYPRISM_KIND,
+    RUN_FILE_KIND,
+    CycleRows,
+    LoadedInput,
+)
 from perfdiff.schema.model import RunFile
 
 if TYPE_CHECKING:
@@ -24,14 +26,17 @@ if TYPE_CHECKING:
 
     from perfdiff.analysis.window_work import WindowWork
 
-# The tables (pandas) are imported by the functions that build them: reading an input
-# (:func:`read_input`) loads no pandas, so that ``compare`` can read both inputs before it
-# loads the analysis, and the reader's peak memory (a trace's whole text at once) does not
-# sit on top of pandas and scipy (bench/README.md, issue 15).
+# The tables (pandas) are imported by the functions that build them: the door
+# (``perfdiff.readers.dispatch``) reads both inputs before the analysis is loaded, so that the
+# reader's peak memory (a trace's whole text at once) does not sit on top of pandas and scipy
+# (bench/README.md, issue 15).
 
-LATENCYPRISM_KIND = "latencyprism"
-RUN_FILE_KIND = "run file"
-IMPORTED_KIND = "imported trace"  # a run file converted from another tool's trace
+# inputs whose cycles were recorded with every launch traced (CUPTI activity records or
+# torch.profiler): the recording's host cost is inside their cycles (headline.py)
+TRACED_KINDS = frozenset({RUN_FILE_KIND, IMPORTED_KIND})
+
+__all__ = ["IMPORTED_KIND", "LATENCYPRISM_KIND", "RUN_FILE_KIND", "TRACED_KINDS", "Side",
+           "SideMeta", "cycle_rows_table", "run_file_meta", "side_from_run_file", "side_of"]
 
 
 @dataclass(frozen=True)
@@ -58,51 +63,29 @@ class Side:
     run_file: RunFile | None = None
 
 
-@dataclass(frozen=True)
-class Input:
-    """An input as read, before its table is built: a run file (perfdiff's own, or converted
-    from a torch.profiler trace), or a LatencyPrism folder (whose CSV is the table)."""
-
-    source: str
-    run_file: RunFile | None = None
-    latencyprism_folder: Path | None = None
-
-
-def load_side(path: str | Path, *, cycle_range: str | None = None) -> Side:
-    """Load a run file, a torch.profiler trace (file or folder of ranks) or a LatencyPrism
-    ``*_perf_data`` folder (InputError on anything else)."""
-    return side_of(read_input(path, cycle_range=cycle_range))
-
-
-def read_input(path: str | Path, *, cycle_range: str | None = None) -> Input:
-    """Find what ``path`` is and read it, without building its table (no pandas)."""
-    p = require_input(path, folder_ok=True)
-    converted = load_trace(p, cycle_range=cycle_range)
-    if converted is not None:
-        return Input(str(p), run_file=converted)
-    if p.is_file() and p.name == PERF_FILE:  # the CSV itself: take its folder
-        p = p.parent
-    if p.is_dir():
-        if not is_latencyprism_folder(p):
-            raise InputError(
-                f"{p}: is a folder without result_perf_data.csv; pass a run file "
-                "(.json/.json.gz) or a LatencyPrism '*_perf_data' folder"
-            )
-        return Input(str(p), latencyprism_folder=p)
-    return Input(str(p), run_file=load_run_file(p))
-
-
-def side_of(found: Input) -> Side:
-    """The cycle table and metadata of an input read by :func:`read_input`."""
+def side_of(found: LoadedInput) -> Side:
+    """The cycle table and metadata of an input read by the door
+    (``perfdiff.readers.dispatch.open_input``)."""
     if found.run_file is not None:
         return side_from_run_file(found.run_file, source=found.source)
-    from perfdiff.readers.latencyprism import load_latencyprism
+    assert found.cycle_rows is not None  # a LoadedInput is one or the other
+    return Side(cycle_rows_table(found.cycle_rows),
+                SideMeta(source=found.source, kind=found.kind, workload=found.workload))
 
-    folder = found.latencyprism_folder
-    assert folder is not None  # an Input is one or the other
-    table = load_latencyprism(folder)
-    return Side(table, SideMeta(source=found.source, kind=LATENCYPRISM_KIND,
-                                workload=folder.parent.name))
+
+def cycle_rows_table(rows: CycleRows) -> pd.DataFrame:
+    """Per-cycle rows reduced by another tool (LatencyPrism) as the cycle table (one run)."""
+    import pandas as pd
+
+    from perfdiff.analysis import columns as C
+
+    return pd.DataFrame({
+        C.RUN: 0, C.PID: rows.pid, C.DEVICE: rows.device, C.CYCLE: rows.cycle,
+        C.CYCLE_MS: rows.cycle_ms, C.ANCHOR: rows.anchor, C.FUNCTION: rows.function,
+        C.FUNC_TYPE: rows.func_type, C.METRIC: rows.metric, C.TIME_MS: rows.time_ms,
+        C.CYCLE_SHARE_PCT: rows.cycle_share_pct, C.METRIC_MEAN: rows.metric_mean,
+        C.LAUNCHES: rows.launches,
+    })
 
 
 def side_from_run_file(run_file: RunFile, *, source: str = "<memory>") -> Side:

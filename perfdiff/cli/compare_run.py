@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Any
 from perfdiff.errors import ExitCode
 
 if TYPE_CHECKING:
-    from perfdiff.analysis.model import Comparison
+    from perfdiff.analysis.model import CompareOptions, Comparison
     from perfdiff.analysis.sides import Side
+    from perfdiff.engine.settings import Progress
     from perfdiff.report.figure_links import FigureLink
     from perfdiff.report.figures import RenderedFigure
 
@@ -62,6 +63,8 @@ class CompareArgs:
     label_normal: str = "normal"
     label_abnormal: str = "abnormal"
     cycle_range: str | None = None
+    steps: str | None = None
+    scheduler: str | None = None  # Dask scheduler for sharded runs (perfdiff.engine)
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,8 @@ OPTIONS: dict[str, OptionSpec] = {
     "--label-normal": OptionSpec("label_normal", "str"),
     "--label-abnormal": OptionSpec("label_abnormal", "str"),
     "--cycle-range": OptionSpec("cycle_range", "str"),
+    "--steps": OptionSpec("steps", "str"),
+    "--scheduler": OptionSpec("scheduler", "str"),
 }
 _PLAIN_INT = re.compile(r"0|[1-9][0-9]*")
 _PLAIN_DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
@@ -157,19 +162,42 @@ def _value(spec: OptionSpec, raw: str) -> object | None:
     return raw
 
 
+def compare_paths(normal: str | Path, abnormal: str | Path,
+                  options: CompareOptions | None = None,
+                  labels: tuple[str, str] = ("normal", "abnormal"), *,
+                  cycle_range: str | None = None, steps: str | None = None,
+                  scheduler: str | None = None, progress: Progress | None = None,
+                  ) -> tuple[Comparison, tuple[Side, Side]]:
+    """Read both inputs through the door (``readers.dispatch``: what each path is, checked
+    once), then compare them (``analysis.entry``); the comparison and both sides. A sharded
+    run is mapped rank by rank instead (``perfdiff.engine``: in-process or on Dask)."""
+    from perfdiff.readers.dispatch import ReadOptions, open_input
+    from perfdiff.readers.steps import StepRange
+    from perfdiff.schema.shards import is_sharded_run
+
+    read = ReadOptions(cycle_range=cycle_range,
+                       steps=None if steps is None else StepRange.parse(steps))
+    if is_sharded_run(normal) or is_sharded_run(abnormal):
+        from perfdiff.engine.run import compare_sharded
+        from perfdiff.engine.settings import EngineSettings
+
+        return compare_sharded(normal, abnormal, options, labels, read=read,
+                               settings=EngineSettings(scheduler=scheduler), progress=progress)
+    normal_input, abnormal_input = open_input(normal, read), open_input(abnormal, read)
+    from perfdiff.analysis.entry import compare_loaded  # pandas, scipy: once both are read
+
+    return compare_loaded(normal_input, abnormal_input, options, labels)
+
+
 def run_compare(args: CompareArgs) -> int:
     """Load both sides, compare, render, write; the exit code (``--fail-on-regression``)."""
-    from perfdiff.inputs import require_input
-
-    for path in (args.normal, args.abnormal):  # before the heavy imports: a missing file
-        require_input(path, folder_ok=True)
     if args.output is not None:  # an output over or inside an input: said before the work
         from perfdiff.output import refuse_inputs
 
         refuse_inputs(args.output, (args.normal, args.abnormal))
-    from perfdiff.analysis.entry import compare_inputs_and_sides
     from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
+    from perfdiff.cli.progress import rank_progress
     from perfdiff.output import output_file, write_together
     from perfdiff.report.gate import regression_lines
     from perfdiff.report.json_report import render_json
@@ -182,9 +210,11 @@ def run_compare(args: CompareArgs) -> int:
         from perfdiff.report.figures import ensure_plotting
 
         ensure_plotting()
-    comparison, sides = compare_inputs_and_sides(args.normal, args.abnormal, options,
-                                                 (args.label_normal, args.label_abnormal),
-                                                 cycle_range=args.cycle_range)
+    with rank_progress() as progress:
+        comparison, sides = compare_paths(args.normal, args.abnormal, options,
+                                          (args.label_normal, args.label_abnormal),
+                                          cycle_range=args.cycle_range, steps=args.steps,
+                                          scheduler=args.scheduler, progress=progress)
     output, output_format = args.output, args.output_format
     figures_dir = figures_folder(args.plots, output)
     figures = _figures(comparison, sides, figures_dir, output_format)
@@ -279,5 +309,5 @@ def _html(comparison: Comparison, figures: list[RenderedFigure]) -> str:
     return render_html(comparison, [InlineFigure(f.key, f.title, f.svg) for f in figures], note)
 
 
-__all__ = ["OPTIONS", "CompareArgs", "ReportFormat", "figure_links", "figures_folder",
-           "parse_compare_args", "run_compare"]
+__all__ = ["OPTIONS", "CompareArgs", "ReportFormat", "compare_paths", "figure_links",
+           "figures_folder", "parse_compare_args", "run_compare"]

@@ -16,6 +16,7 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from perfdiff.cli.bare_options import expand_bare_options
+from perfdiff.cli.compare_run import OPTIONS as COMPARE_OPTIONS
 from perfdiff.cli.option_limits import check_numeric_options
 from perfdiff.errors import PerfdiffError, exit_code_for
 from perfdiff.inputs import require_input
@@ -23,11 +24,10 @@ from perfdiff.inputs import require_input
 if TYPE_CHECKING:
     from perfdiff.cli.compare_run import CompareArgs
 
-# options that take a value, per command that reads input files (the rest are flags)
+# options that take a value, per command that reads input files (the rest are flags);
+# compare's come from its one table (cli/compare_run.py OPTIONS)
 VALUE_OPTIONS: dict[str, frozenset[str]] = {
-    "compare": frozenset({"--alpha", "--cycle-range", "--fail-on-regression", "--format",
-                          "--label-abnormal", "--label-normal", "--output", "--plots", "--rows",
-                          "--run-cv-pct", "--threshold", "--top", "-o"}),
+    "compare": frozenset(n for n, spec in COMPARE_OPTIONS.items() if spec.kind != "flag"),
     "kernels": frozenset({"--by", "--cycle", "--format", "--names", "--output", "--run",
                           "--top", "-o"}),
     "bench": frozenset({"--alpha", "--baseline", "--fail-on-regression", "--format",
@@ -35,16 +35,19 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
                         "--spread-factor", "--target", "-o"}),
     "merge": frozenset({"--output", "-o"}),
     "import": frozenset({"--cycle-range", "--output", "-o"}),
+    "ranks": frozenset({"--alpha", "--cycle-range", "--format", "--gpu-cv-pct", "--output",
+                        "--scheduler", "--threshold", "--top", "-o"}),
 }
 FLAG_OPTIONS: dict[str, frozenset[str]] = {
-    "compare": frozenset({"--force", "--seed-compatible"}),
+    "compare": frozenset(n for n, spec in COMPARE_OPTIONS.items() if spec.kind == "flag"),
     "kernels": frozenset({"--all", "--include-warmup", "--markdown", "--plain"}),
     "bench": frozenset({"--force", "--plain"}),
-    "merge": frozenset({"--force", "--no-force"}),
-    "import": frozenset(),
+    "merge": frozenset({"--force", "--no-force", "--shards"}),
+    "import": frozenset({"--shards"}),
+    "ranks": frozenset(),
 }
 # LatencyPrism '*_perf_data' folders (compare) and folders of per-rank torch.profiler traces
-FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import"})
+FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import", "ranks"})
 
 
 def input_arguments(argv: list[str]) -> list[str] | None:

@@ -1,4 +1,5 @@
-"""``perfdiff import TRACE... -o run.json.gz``: save a torch.profiler trace as a run file.
+"""``perfdiff import TRACE... -o run.json.gz``: save a torch.profiler trace or an nsys export
+as a run file.
 
 Why: a converted trace loads in a fraction of the time the trace takes to parse, and the run
 file keeps where it came from (``workload.params``: source files, Kineto schema version, what
@@ -23,30 +24,50 @@ from perfdiff.errors import InputError
 def import_trace(
     traces: Annotated[list[Path], typer.Argument(
         readable=False, help="torch.profiler traces (.json/.json.gz, *.pt.trace.json.gz) or "
-        "folders of per-rank traces.")],
+        "folders of per-rank traces; or one Nsight Systems export (.sqlite) or report "
+        "(.nsys-rep).")],
     *,
     output: Annotated[Path, typer.Option("--output", "-o", readable=False,
                                          help="Run file to write.")],
     cycle_range: Annotated[str | None, typer.Option(
-        "--cycle-range", metavar="NAME", help="Cycles are the user_annotation "
-        "(record_function) or gpu_user_annotation ranges named NAME instead of "
-        "ProfilerStep#N.")] = None,
+        "--cycle-range", metavar="REGEX", help="Cycles are the user_annotation "
+        "(record_function) or gpu_user_annotation ranges whose whole name matches REGEX "
+        "instead of ProfilerStep#N; for an Nsight Systems export, the NVTX ranges whose whole "
+        "text matches REGEX.")] = None,
+    shards: Annotated[bool, typer.Option(
+        "--shards", help="Write OUTPUT as a sharded run: a folder with one Parquet shard per "
+        "rank, read rank by rank by compare and ranks (needs perfdiff[dask]).")] = False,
 ) -> None:
     """Convert torch.profiler (Kineto) traces into one perfdiff run file."""
     from perfdiff.inputs import require_input
 
     for path in traces:  # before the heavy imports: a missing file in a blink
         require_input(path, folder_ok=True)
+    from perfdiff.readers.nsys import is_nsys_input, read_nsys
     from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_profiler
     from perfdiff.schema.io import save_run_file
 
-    for path in traces:
-        if not is_torch_profiler_input(path):
-            raise InputError(f"{path}: not a torch.profiler trace (no 'traceEvents'); give "
-                             "a file written by export_chrome_trace or tensorboard_trace_handler")
-    run_file = read_torch_profiler(traces, cycle_range=cycle_range)
+    if len(traces) == 1 and is_nsys_input(traces[0]):  # one export holds all its processes
+        run_file = read_nsys(traces[0], cycle_range=cycle_range)
+    elif any(is_nsys_input(path) for path in traces):
+        raise InputError(f"{len(traces)} inputs given with an Nsight Systems export among them; "
+                         "import one export at a time (it holds all its processes), then "
+                         "join exports with `perfdiff merge A.json.gz B.json.gz -o AB.json.gz`")
+    else:
+        for path in traces:
+            if not is_torch_profiler_input(path):
+                raise InputError(f"{path}: not a torch.profiler trace (no 'traceEvents') nor "
+                                 "an nsys export; give a file written by export_chrome_trace "
+                                 "or tensorboard_trace_handler, or one `nsys export --type "
+                                 "sqlite` file")
+        run_file = read_torch_profiler(traces, cycle_range=cycle_range)
     run_file = replace(run_file, created_unix_s=round(time.time(), 3))
-    written = save_run_file(run_file, output, inputs=traces)
+    if shards:
+        from perfdiff.schema.shards import write_shards
+
+        written = write_shards(run_file, output, inputs=tuple(traces))
+    else:
+        written = save_run_file(run_file, output, inputs=traces)
     kernels = sum(int(r.kernels.name_id.size) for r in run_file.runs)
     cycles = sum(int(r.cycles.index.size) for r in run_file.runs)
     ranks = [r.rank for r in run_file.runs if r.rank is not None]

@@ -120,11 +120,10 @@ def kernels(
         "--markdown", help="Same as --format markdown.")] = False,
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
-    from perfdiff.inputs import require_input
-
-    require_input(run_file, folder_ok=True)  # before the heavy imports: a missing file in a blink
-    from perfdiff.analysis.kernel_rows import launch_rows, name_rows
     from perfdiff.readers.dispatch import load_input
+
+    loaded = load_input(run_file)  # the door checks the path, before the heavy imports
+    from perfdiff.analysis.kernel_rows import launch_rows, name_rows
     from perfdiff.report.kernel_table import (
         render_kernels_json,
         render_launch_markdown,
@@ -134,7 +133,6 @@ def kernels(
 
     chosen = output_format or (KernelsFormat.markdown if markdown or by is ByOption.name
                                else KernelsFormat.text)
-    loaded = load_input(run_file)
     launches = launch_rows(loaded, run_index=run, cycle=cycle, names=names.value,
                            warmup=include_warmup)
     grouped = name_rows(launches) if by is ByOption.name else None

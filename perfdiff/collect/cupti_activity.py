@@ -117,14 +117,29 @@ class CuptiActivityBackend:
             self.intake.decode_pending()
 
     def pause(self) -> None:
-        """Switch every enabled activity kind off (an untraced cycle: overhead.py)."""
+        """Switch every enabled activity kind off (an untraced cycle: overhead.py), after a
+        forced flush.
+
+        Why the flush: CUPTI finalises the records of kernels replayed from a CUDA graph
+        late; switched off first, the last traced replay's kernels got their start from that
+        replay and their end from the next, untraced one (H100, 2026-11-28, CUPTI 13.4:
+        scripts/gpu/graph_probe.py), overlapping on one stream. ``stream_overlap`` drops any
+        such record that still gets through."""
+        self._cupti.activity_flush_all(1)
         for kind in self._enabled:
             self._cupti.activity_disable(kind)
 
     def resume(self) -> None:
-        """Switch them on again."""
+        """Switch them on again, with the API records restricted again.
+
+        Why again: the first optimizer-step program recorded with untraced cycles (timm
+        ViT-S bf16, H100 2026-11-28) ran its traced steps at 63-72 ms after the first resume,
+        against 36-47 ms with tracing never switched off; suspected: re-enabling the RUNTIME
+        and DRIVER kinds records every API call again (the per-call filter is not kept)."""
         for kind in self._enabled:
             self._cupti.activity_enable(kind)
+        if self._trace_api:
+            self._restrict_api_records()
 
     def _restrict_api_records(self) -> None:
         """Keep API records only for launch/memcpy/memset calls (see module docstring)."""

@@ -30,6 +30,7 @@ from perfdiff.collect.settings import (
     DEFAULT_UNTRACED_EVERY,
     check_settings,
 )
+from perfdiff.collect.stream_overlap import drop_overlapping
 from perfdiff.collect.workloads.base import CyclePlan, Workload
 from perfdiff.markers import RecorderMarker, set_active_recorder
 from perfdiff.schema.model import (
@@ -284,6 +285,9 @@ def _build_run_file(
         _drop_neighbour_kernels(stopped, settings.exclude_streams, warnings)
     strings = StringTable()
     tables = build_tables(stopped.raw, cycles, strings)
+    tables, cycles, overlap = drop_overlapping(tables, cycles)
+    if overlap is not None:
+        warnings.append(overlap)
     if tables.kernels_without_launch_record:
         warnings.append(
             f"{tables.kernels_without_launch_record} kernels had no launch API record; "

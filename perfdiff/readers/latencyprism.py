@@ -1,4 +1,4 @@
-"""Import LatencyPrism ``*_perf_data`` folders into the cycle table.
+"""Read LatencyPrism ``*_perf_data`` folders as checked cycle rows (``schema.loaded``).
 
 LatencyPrism (arXiv:2601.09258) writes ``result_perf_data.csv``: one row per (cycle, pid,
 function, metric, device) with the function's share of the cycle (``beta_pct``), its summed
@@ -27,17 +27,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from perfdiff.errors import InputError
+from perfdiff.schema.loaded import LP_METRIC_PCT_SCALE, CycleRows, ObjectArray
+from perfdiff.schema.model import FloatArray, IntArray
 
 if TYPE_CHECKING:
     import pandas as pd
 
-# pandas (and the cycle table's columns, which need it) are imported by the functions that
-# read a folder: telling whether a path is a LatencyPrism folder must not load pandas, since
-# compare reads its inputs before it loads the analysis (peak memory, bench/README.md)
+# pandas is imported by the functions that read a folder: telling whether a path is a
+# LatencyPrism folder must not load pandas (the door asks it of every input)
 
 PERF_FILE = "result_perf_data.csv"
 COUNTERS_FILE = "result_counters_data.csv"
-LP_METRIC_PCT_SCALE = 100.0  # LatencyPrism's mu_pct = metric x 100
 _REQUIRED = (
     "cycle",
     "pid",
@@ -58,11 +58,21 @@ def is_latencyprism_folder(path: Path) -> bool:
     return path.is_dir() and (path / PERF_FILE).is_file()
 
 
-def load_latencyprism(path: str | Path) -> pd.DataFrame:
-    """Read a LatencyPrism ``*_perf_data`` folder as a cycle table (one run, index 0)."""
+def is_latencyprism_input(path: Path) -> bool:
+    """A LatencyPrism ``*_perf_data`` folder, or its ``result_perf_data.csv`` itself."""
+    return is_latencyprism_folder(path) or (path.is_file() and path.name == PERF_FILE)
+
+
+def latencyprism_folder(path: Path) -> Path:
+    """The folder of a LatencyPrism input (the CSV given: its folder)."""
+    return path.parent if path.is_file() and path.name == PERF_FILE else path
+
+
+def read_latencyprism(path: str | Path) -> CycleRows:
+    """Read a LatencyPrism ``*_perf_data`` folder (or its CSV) as checked cycle rows."""
     import pandas as pd
 
-    folder = Path(path)
+    folder = latencyprism_folder(Path(path))
     perf = folder / PERF_FILE
     if not perf.is_file():
         raise InputError(
@@ -76,7 +86,7 @@ def load_latencyprism(path: str | Path) -> pd.DataFrame:
     missing = [c for c in _REQUIRED if c not in raw.columns]
     if missing:
         raise InputError(f"{perf}: not LatencyPrism per-cycle data (missing columns {missing})")
-    return latencyprism_table(raw, source=str(perf))
+    return latencyprism_rows(raw, source=str(perf))
 
 
 def check_rows(path: Path) -> None:
@@ -206,11 +216,9 @@ def _refuse_first(bad: np.ndarray, raw: pd.DataFrame, column: str, what: str,
                          f"{FIX}")
 
 
-def latencyprism_table(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> pd.DataFrame:
-    """Convert LatencyPrism's rows (as read by pandas) to the cycle table."""
+def latencyprism_rows(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> CycleRows:
+    """Convert LatencyPrism's rows (as read by pandas) to checked cycle rows (ms, metric units)."""
     import pandas as pd
-
-    from perfdiff.analysis import columns as C
 
     numeric = ["cycle", "pid", "beta_pct", "mu_pct", "duration", "anchor_dur_us"]
     conv = {}
@@ -228,21 +236,28 @@ def latencyprism_table(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> 
         launches = pd.to_numeric(raw["instances_count"], errors="coerce").astype("float64")
     else:
         launches = pd.Series(float("nan"), index=raw.index)
-    table = pd.DataFrame(
-        {
-            C.RUN: 0,
-            C.PID: conv["pid"].fillna(-1).astype("int64"),
-            C.DEVICE: raw["device"].fillna("").astype(str),
-            C.CYCLE: conv["cycle"].astype("int64"),
-            C.CYCLE_MS: conv["anchor_dur_us"].astype("float64") / 1000.0,
-            C.ANCHOR: raw["anchor_name"].fillna("").astype(str),
-            C.FUNCTION: raw["function_name"].fillna("").astype(str),
-            C.FUNC_TYPE: raw["func_type"].fillna("").astype(str),
-            C.METRIC: raw["metric_name"].fillna("").astype(str).replace("N/A", ""),
-            C.TIME_MS: conv["duration"].astype("float64") / 1000.0,
-            C.CYCLE_SHARE_PCT: conv["beta_pct"].astype("float64"),
-            C.METRIC_MEAN: conv["mu_pct"].astype("float64") / LP_METRIC_PCT_SCALE,
-            C.LAUNCHES: launches,
-        }
+
+    def text(column: str) -> ObjectArray:
+        return raw[column].fillna("").astype(str).to_numpy(dtype=object)
+
+    def ints(values: pd.Series) -> IntArray:
+        return np.asarray(values.to_numpy(), dtype=np.int64)
+
+    def floats(values: pd.Series) -> FloatArray:
+        return np.asarray(values.to_numpy(), dtype=np.float64)
+
+    return CycleRows(
+        pid=ints(conv["pid"].fillna(-1)),
+        device=text("device"),
+        cycle=ints(conv["cycle"]),
+        cycle_ms=floats(conv["anchor_dur_us"]) / 1000.0,
+        anchor=text("anchor_name"),
+        function=text("function_name"),
+        func_type=text("func_type"),
+        metric=raw["metric_name"].fillna("").astype(str).replace("N/A", "").to_numpy(
+            dtype=object),
+        time_ms=floats(conv["duration"]) / 1000.0,
+        cycle_share_pct=floats(conv["beta_pct"]),
+        metric_mean=floats(conv["mu_pct"]) / LP_METRIC_PCT_SCALE,
+        launches=floats(launches),
     )
-    return table

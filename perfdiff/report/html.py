@@ -57,6 +57,7 @@ tbody tr:nth-child(even) { background: #fafafa; }
 figure.pd-figure { margin: 1rem 0; }
 figure.pd-figure svg { max-width: 100%; height: auto; }
 figure.pd-figure figcaption { font-size: 12px; color: #555; }
+#contents { font-size: 12px; margin: .4rem 0; }
 .pd-note { padding: .5rem .8rem; background: #eef4fb; border-left: 4px solid #1f6fb4; }
 @media print {
   body { max-width: none; padding: 0; font-size: 10pt; }
@@ -192,6 +193,51 @@ def _mark_detail_table(body: str) -> str:
     return body[:start] + '<table id="detail">' + body[start + len("<table>"):]
 
 
+_H2 = re.compile(r"<h2>(?P<text>.*?)</h2>", re.DOTALL)
+
+
+def section_id(text: str) -> str:
+    """The anchor of a section heading: ``4. Kernel inventory changes`` -> ``kernel-inventory-
+    changes`` (numbers dropped, so a link survives a renumbering)."""
+    plain = html.unescape(re.sub(r"<[^>]+>", "", text)).lower()
+    words = re.findall(r"[a-z0-9]+", plain)
+    return "-".join(w for w in words if not w.isdigit()) or "section"
+
+
+def _with_contents(body: str) -> str:
+    """Each ``<h2>`` gets an id, and a one-line table of contents links them; it sits above
+    the first section so that it costs the first screen one line."""
+    entries: list[tuple[str, str]] = []
+
+    def anchor(match: re.Match[str]) -> str:
+        text = match.group("text")
+        ident = section_id(text)
+        if any(ident == seen for seen, _ in entries):
+            ident = f"{ident}-{len(entries)}"
+        entries.append((ident, text))
+        return f'<h2 id="{ident}">{text}</h2>'
+
+    body = _H2.sub(anchor, body)
+    if not entries:
+        return body
+    links = " · ".join(f'<a href="#{ident}">{re.sub(r"<[^>]+>", "", text)}</a>'
+                       for ident, text in entries)
+    nav = f'<nav id="contents" aria-label="Contents">Contents: {links}</nav>\n'
+    first = body.find(f'<h2 id="{entries[0][0]}">')
+    return body[:first] + nav + body[first:]
+
+
+def _mark_first_finding(body: str) -> str:
+    """The headline's first finding gets id="first-finding" (the first screen must show it)."""
+    start = body.find('<h2 id="headline">')
+    if start < 0:
+        return body
+    item = body.find("<li>", body.find("<ol>", start))
+    if item < 0 or body.find("<ol>", start) < 0:
+        return body
+    return body[:item] + '<li id="first-finding">' + body[item + len("<li>"):]
+
+
 def _wrap_tables(body: str) -> str:
     body = re.sub(r"<table(?P<attrs>[^>]*)>", r'<div class="table-wrap"><table\g<attrs>>', body)
     return body.replace("</table>", "</table></div>")
@@ -210,6 +256,7 @@ def render_html(comparison: Comparison, figures: Sequence[InlineFigure] = (),
     body = _PLACEHOLDER.sub(
         lambda m: _figure_html(by_key[m.group(1)]) if m.group(1) in by_key else "", body)
     body = _wrap_tables(_mark_detail_table(body))
+    body = _mark_first_finding(_with_contents(body))
     title = (f"perfdiff: {comparison.normal.label} vs {comparison.abnormal.label}")
     note_html = f'<p class="pd-note">{html.escape(note)}</p>\n' if note else ""
     return (

@@ -1,9 +1,10 @@
 """The markdown report: the seed's sections, in the seed's order, with the seed's flaws fixed.
 
-Sections: notes; 1 High-Level Performance Summary; 2 Cycle Duration Distribution Comparison;
-3 In-depth Core Metric Comparison (Overview, Key Findings, Recommendation, Detailed table);
-4 Kernel inventory changes; 5 Environment; 6 Legend. In ``--seed-compatible`` mode sections 1
-and 2 are LatencyPrism's own layout (:mod:`perfdiff.report.seed_sections`).
+Sections: headline (``headline_section``); notes; 1 High-Level Performance Summary; 2 Cycle
+Duration Distribution Comparison; 3 In-depth Core Metric Comparison (Overview, Key Findings,
+Recommendation, Detailed table); 4 Kernel inventory changes; 5 Environment; 6 Legend. In
+``--seed-compatible`` mode sections 1 and 2 are LatencyPrism's own layout
+(:mod:`perfdiff.report.seed_sections`).
 
 Why plain functions returning strings: the report is deterministic text (no clock, sorted
 input from the analysis), so golden files can pin it and review its diffs.
@@ -29,6 +30,7 @@ from perfdiff.report.format import (
     md_code,
     metric_name,
 )
+from perfdiff.report.headline_section import headline_section
 from perfdiff.report.markdown_text import (
     TEST_UNIT_TEXT,
     count,
@@ -49,7 +51,9 @@ def render_markdown(comparison: Comparison, *, max_rows: int | None = DEFAULT_MA
     """The whole report as markdown text. ``max_rows=None`` keeps every detailed-table row;
     ``figures`` links each figure in the section it belongs to (``--plots``)."""
     seed = comparison.options.seed_compatible
-    parts = [_title(comparison), _notes(comparison)]
+    # the headline (verdict, where the time went, first findings) before the notes and the
+    # long tables: it is what the first screen must show
+    parts = [_title(comparison), headline_section(comparison), _notes(comparison)]
     if seed:
         parts += [seed_summary_section(comparison), seed_rank_section(comparison)]
     else:

@@ -157,6 +157,13 @@ def _finding_lines(finding: Finding, comparison: Comparison) -> list[str]:
 def _key_findings(comparison: Comparison) -> list[str]:
     findings = comparison.findings[: max(comparison.options.top, 0)]
     lines: list[str] = []
+    if comparison.described and not findings:
+        n, a = comparison.normal.n_cycles, comparison.abnormal.n_cycles
+        return [
+            f"Not tested ({fmt_int(n)} vs {fmt_int(a)} cycles): too few cycles per side for a "
+            "test to tell a change from noise. The headline ranks the largest changes by size "
+            "(appeared, vanished and replaced kernels included); the table below has them all."
+        ]
     if not findings:
         lines.append(
             "No function's time changed significantly: no row has q < "
@@ -221,6 +228,12 @@ def _near_misses(comparison: Comparison) -> list[str]:
 
 
 def _recommendation(comparison: Comparison) -> str:
+    if comparison.described and not comparison.findings:
+        return (
+            "**Recommendation:** start with the largest changes in the headline, and record "
+            "more cycles per side (at least 6; 30 or more to see changes of a few percent) to "
+            "test them."
+        )
     if comparison.findings:
         return (
             "**Recommendation:** start with the first function above. Its change of time per "

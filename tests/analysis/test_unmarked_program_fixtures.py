@@ -19,11 +19,11 @@ import pytest
 
 from perfdiff.analysis.comparison import compare_tables
 from perfdiff.analysis.model import CompareOptions, Comparison
-from perfdiff.analysis.sides import load_side
 from perfdiff.report.markdown import render_markdown
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
 from perfdiff.schema.periods import detect_period
+from tests.door import load_side
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 FAST = CompareOptions(bootstrap_resamples=300)

@@ -199,8 +199,8 @@ def test_inputs_are_read_before_pandas_and_scipy(path: Path) -> None:
     pandas and scipy, so the reader's peak memory does not sit on theirs."""
     if not path.is_file():
         pytest.skip(f"{path} missing")
-    probe = ("import sys\nfrom perfdiff.analysis.sides import read_input\n"
-             f"read_input({str(path)!r})\n"
+    probe = ("import sys\nfrom perfdiff.readers.dispatch import open_input\n"
+             f"open_input({str(path)!r})\n"
              "print(sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'scipy'}))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           check=True, timeout=300)

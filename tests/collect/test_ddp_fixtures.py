@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from perfdiff.analysis.entry import compare_inputs
 from perfdiff.analysis.model import CompareOptions, Comparison
 from perfdiff.schema import load_run_file
+from tests.door import compare_inputs
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 NORMAL = FIXTURES / "ddp-normal.json.gz"

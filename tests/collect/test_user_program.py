@@ -527,13 +527,18 @@ def activity_flush_all(flag):
         _callbacks[1](list(_pending))
         _pending.clear()
 
+_stream_free = 0
+
+
 def launch(name, ms):
     if int(ActivityKind.CONCURRENT_KERNEL) not in _enabled:
         return
     corr = next(_corr)
     now = get_timestamp()
     _pending.append(SimpleNamespace(kind=ActivityKind.RUNTIME, correlation_id=corr, start=now))
-    start = now + 2_000
+    global _stream_free
+    start = max(now + 2_000, _stream_free)  # one stream runs its kernels one after another
+    _stream_free = start + int(ms * 1e6)
     _pending.append(SimpleNamespace(
         kind=ActivityKind.CONCURRENT_KERNEL, name=name, device_id=0, stream_id=7, start=start,
         end=start + int(ms * 1e6), correlation_id=corr, grid_x=1, grid_y=1, grid_z=1,

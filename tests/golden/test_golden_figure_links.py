@@ -20,9 +20,9 @@ from perfdiff.report.markdown import render_markdown
 
 pytest.importorskip("matplotlib", reason="the figures need matplotlib (perfdiff[plots])")
 
-from perfdiff.analysis.entry import compare_inputs_and_sides as load_and_compare
 from perfdiff.analysis.figure_data import figure_data
 from perfdiff.cli.compare import figure_links
+from perfdiff.cli.compare_run import compare_paths as load_and_compare
 from perfdiff.report.figures import render_figures
 
 REPO = Path(__file__).resolve().parents[2]

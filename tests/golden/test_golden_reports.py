@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from perfdiff.analysis.entry import compare_inputs
 from perfdiff.analysis.model import CompareOptions, Comparison
 from perfdiff.report.markdown import render_markdown
+from tests.door import compare_inputs
 from tests.shared_data import missing_reason, shared
 
 GOLDEN = Path(__file__).parent

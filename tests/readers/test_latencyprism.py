@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.comparison import compare_tables
 from perfdiff.analysis.model import CompareOptions, Comparison
-from perfdiff.analysis.sides import load_side
+from perfdiff.analysis.sides import cycle_rows_table
 from perfdiff.errors import InputError
-from perfdiff.readers.latencyprism import PERF_FILE, load_latencyprism
+from perfdiff.readers.latencyprism import PERF_FILE, read_latencyprism
+from tests.door import load_side
 from tests.shared_data import missing_reason, shared
 
 LP = shared("latencyprism", "sglang")
@@ -48,7 +49,7 @@ def test_import_undoes_mu_x100_and_keeps_pids(tmp_path: Path) -> None:
             "1,12,,5.0,write,,Host,disk_read_and_write,,,50000.0, ,run_batch,1000000.0,0,3,write",
         ],
     )
-    table = load_latencyprism(folder)
+    table = cycle_rows_table(read_latencyprism(folder))
     assert list(table[C.METRIC_MEAN].fillna(-1)) == [1410.0, -1]
     assert list(table[C.METRIC]) == ["gpu_sm_frequency", ""]
     assert list(table[C.PID]) == [11, 12]
@@ -259,7 +260,7 @@ def test_a_csv_cut_off_mid_row_is_refused_in_one_line(tmp_path: Path) -> None:
     cut = full[: full.rindex(b"631190") + 4]  # inside anchor_dur_us of the last row
     (folder / PERF_FILE).write_bytes(cut)
     with pytest.raises(InputError) as caught:
-        load_latencyprism(folder)
+        read_latencyprism(folder)
     message = str(caught.value)
     assert "\n" not in message
     assert str(folder / PERF_FILE) in message
@@ -273,21 +274,21 @@ def test_every_cut_before_the_last_field_is_refused(tmp_path_factory: pytest.Tem
     folder = tmp_path_factory.mktemp("cut")
     (folder / PERF_FILE).write_text(HEADER + ROW + "\n" + ROW[:cut])
     with pytest.raises(InputError, match="cut off"):
-        load_latencyprism(folder)
+        read_latencyprism(folder)
 
 
 def test_a_short_row_inside_the_file_is_refused(tmp_path: Path) -> None:
     short = ROW.rsplit(",", 3)[0]  # three fields missing, line end present
     folder = _write(tmp_path / "x_perf_data", [ROW, short, ROW])
     with pytest.raises(InputError, match=r"line 3 has 14 fields but the header has 17"):
-        load_latencyprism(folder)
+        read_latencyprism(folder)
 
 
 def test_a_complete_file_without_a_final_line_end_loads(tmp_path: Path) -> None:
     folder = tmp_path / "x_perf_data"
     folder.mkdir()
     (folder / PERF_FILE).write_text(HEADER + ROW + "\n\n" + ROW)
-    assert len(load_latencyprism(folder)) == 2
+    assert len(read_latencyprism(folder)) == 2
 
 
 def test_an_unclosed_quote_at_the_end_is_refused(tmp_path: Path) -> None:
@@ -295,7 +296,7 @@ def test_an_unclosed_quote_at_the_end_is_refused(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / PERF_FILE).write_text(HEADER + ROW + "\n" + ROW.replace(",gemm,", ',"gemm<a, b'))
     with pytest.raises(InputError, match="cut off"):
-        load_latencyprism(folder)
+        read_latencyprism(folder)
 
 
 @needs_lp

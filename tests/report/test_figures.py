@@ -130,8 +130,8 @@ def test_cycles_cut_differently_draw_share_changes() -> None:
 @pytest.mark.parametrize("pair", [GPT, DDP], ids=["gpt-infer", "ddp"])
 def test_fixture_forest_first_row_is_the_reports_first_finding(
         pair: tuple[Path, Path]) -> None:
-    from perfdiff.analysis.entry import compare_inputs_and_sides as load_and_compare
     from perfdiff.analysis.figure_data import figure_data
+    from perfdiff.cli.compare_run import compare_paths as load_and_compare
 
     if not all(p.exists() for p in pair):
         pytest.skip("GPU fixtures not found")

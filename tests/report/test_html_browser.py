@@ -159,3 +159,83 @@ def test_the_detail_table_sorts_in_the_browser(report: Path, tmp_path: Path) -> 
     scores = [float(m.replace(",", "")) for m in re.findall(
         r"<tr[^>]*>(?:\s*<td[^>]*>[^<]*</td>){3}\s*<td[^>]*>([^<]*)</td>", body)]
     assert len(scores) > 100 and scores == sorted(scores, reverse=True)
+
+
+GPT2 = (REPO / "fixtures" / "gpt2" / "gpt2-generate-eager.json.gz",
+        REPO / "fixtures" / "gpt2" / "gpt2-generate-sdpa.json.gz")
+# Measures, after load, where the first finding sits in the viewport and where the fragment's
+# target landed; written onto <body> so that --dump-dom shows it (the report allows inline
+# scripts; nothing is fetched).
+_PROBE = """<script>
+window.addEventListener('load', function () { setTimeout(function () {
+  var b = document.body, f = document.getElementById('first-finding').getBoundingClientRect();
+  b.setAttribute('data-first-top', String(Math.round(f.top)));
+  b.setAttribute('data-first-bottom', String(Math.round(f.bottom)));
+  b.setAttribute('data-view-height', String(window.innerHeight));
+  var id = decodeURIComponent(location.hash.slice(1));
+  if (id) {
+    b.setAttribute('data-target-top',
+                   String(Math.round(document.getElementById(id).getBoundingClientRect().top)));
+    b.setAttribute('data-scroll', String(Math.round(window.scrollY)));
+  }
+}, 100); });
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def probed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The gpt2 eager-vs-SDPA HTML report (written by the command users run), with _PROBE."""
+    if not all(p.exists() for p in GPT2):
+        pytest.skip("gpt2 fixtures not found")
+    folder = tmp_path_factory.mktemp("layout")
+    out = folder / "report.html"
+    from perfdiff.cli.app import main
+
+    argv = ["perfdiff", "compare", str(GPT2[0]), str(GPT2[1]), "--format", "html", "-o",
+            str(out)]
+    with pytest.MonkeyPatch.context() as mp:
+        import sys
+
+        mp.setattr(sys, "argv", argv)
+        with pytest.raises(SystemExit) as exited:
+            main()
+    assert exited.value.code in (0, None)
+    page = out.read_text(encoding="utf-8")
+    probed = folder / "probed.html"
+    probed.write_text(page.replace("</body>", _PROBE + "</body>"), encoding="utf-8")
+    return probed
+
+
+def _body_numbers(dom: str) -> dict[str, int]:
+    body = re.search(r"<body([^>]*)>", dom)
+    assert body, dom[:500]
+    return {k: int(v) for k, v in re.findall(r'data-([a-z-]+)="(-?\d+)"', body.group(1))}
+
+
+def test_the_first_finding_is_on_the_first_screen_at_1400x900(probed: Path,
+                                                               tmp_path: Path) -> None:
+    shot = tmp_path / "first-screen.png"
+    taken = _open(probed, tmp_path, "--window-size=1400,900", f"--screenshot={shot}")
+    assert console_lines(taken.stderr) == []
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    done = _open(probed, tmp_path, "--window-size=1400,900", "--virtual-time-budget=3000",
+                 "--dump-dom")
+    assert console_lines(done.stderr) == [], "\n".join(console_lines(done.stderr))
+    at = _body_numbers(done.stdout)
+    assert 0 < at["first-top"] < at["first-bottom"] <= at["view-height"], at
+    assert "[replaced] GEMM + softmax → attention" in html.unescape(done.stdout)
+
+
+def test_contents_links_land_on_their_sections(probed: Path, tmp_path: Path) -> None:
+    page = probed.read_text(encoding="utf-8")
+    nav = re.search(r'<nav id="contents"[^>]*>(.*?)</nav>', page, re.DOTALL)
+    assert nav, "no table of contents"
+    targets = re.findall(r'href="#([^"]+)"', nav.group(1))
+    assert "headline" in targets and "kernel-inventory-changes" in targets
+    for target in targets:
+        assert f'<h2 id="{target}">' in page
+    # a section far down the page: the browser scrolls it to the top of the viewport
+    done = _open(probed, tmp_path, "--window-size=1400,900", "--virtual-time-budget=3000",
+                 "--dump-dom", fragment="#kernel-inventory-changes")
+    at = _body_numbers(done.stdout)
+    assert at["scroll"] > 0 and abs(at["target-top"]) <= 2, at

@@ -10,7 +10,7 @@ import re
 from dataclasses import replace
 
 from perfdiff.report.figure_links import FigureLink
-from perfdiff.report.html import InlineFigure, inline_svg, render_html
+from perfdiff.report.html import InlineFigure, inline_svg, render_html, section_id
 from perfdiff.report.markdown import render_markdown
 from tests import report_factories as rf
 
@@ -73,7 +73,8 @@ def test_html_has_the_markdown_reports_sections() -> None:
     page = render_html(rf.comparison())
     for line in render_markdown(rf.comparison()).splitlines():
         if line.startswith("## "):
-            assert f"<h2>{line[3:]}</h2>" in page
+            assert f'<h2 id="{section_id(line[3:])}">{line[3:]}</h2>' in page
+            assert f'href="#{section_id(line[3:])}"' in page  # the table of contents
 
 
 def test_inline_svg_drops_the_prologue_only() -> None:

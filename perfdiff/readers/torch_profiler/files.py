@@ -14,7 +14,7 @@ import msgspec
 
 from perfdiff.errors import InputError
 from perfdiff.limits import read_input_bytes
-from perfdiff.readers.torch_profiler.events import _TRACE_DECODER, _Trace
+from perfdiff.readers.torch_profiler.events import TRACE_DECODER, Trace
 
 _SNIFF_BYTES = 1 << 20  # how much of a (decompressed) file is looked at to tell its kind
 
@@ -60,7 +60,7 @@ def is_torch_profiler_input(path: Path) -> bool:
     return path.is_file() and is_trace_file(path)
 
 
-def _file_bytes(path: Path) -> bytes:
+def file_bytes(path: Path) -> bytes:
     if not path.exists():
         raise InputError(f"{path}: no such file; check the path")
     data = read_input_bytes(path, "re-copy or re-export the trace")  # bounded
@@ -69,9 +69,9 @@ def _file_bytes(path: Path) -> bytes:
     return data
 
 
-def _decode(path: Path, data: bytes) -> _Trace:
+def decode_trace(path: Path, data: bytes) -> Trace:
     try:
-        return _TRACE_DECODER.decode(data)
+        return TRACE_DECODER.decode(data)
     except msgspec.ValidationError as exc:
         raise InputError(f"{path}: not a torch.profiler trace as expected ({exc})") from None
     except RecursionError:

@@ -1,0 +1,105 @@
+"""Kernel families as rows of the cycle tables (``[GEMM]``, ``[attention]``, ...).
+
+Why rows: "the GEMMs got 20 ms slower" is often the finding, when no single GEMM is (a
+precision change swaps two dozen GEMM kernels for two dozen others, each one appearing or
+vanishing). A family row sums the time of its kernels (and copies) per cycle, on each side,
+and is tested and ranked like any function. A family with a single kernel name on both sides
+gets no row: the kernel's own row says the same thing; nor does "other", which is not a kind
+of work but the lack of a rule (its kernels are tested one by one).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from perfdiff.analysis import columns as C
+from perfdiff.analysis.families import classify
+from perfdiff.analysis.family_rules import OTHER
+
+FAMILY_TYPE = C.FAMILY_TYPE
+WORK_TYPES = frozenset({*C.KERNEL_TYPES, "memcpy", "memset"})
+
+
+def family_label(family: str) -> str:
+    """The pseudo-function name of a family row."""
+    return f"[{family}]"
+
+
+def work_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per (run, pid, device, cycle, function) of GPU work, with its family."""
+    work = table[table[C.FUNC_TYPE].isin(WORK_TYPES)]
+    work = work.drop_duplicates([C.RUN, C.PID, C.DEVICE, C.CYCLE, C.FUNCTION])
+    classes = {
+        (name, kind): classify(name, kind)
+        for name, kind in set(zip(work[C.FUNCTION], work[C.FUNC_TYPE], strict=True))
+    }
+    out = work.copy()
+    out["family"] = [classes[(n, k)].family
+                     for n, k in zip(work[C.FUNCTION], work[C.FUNC_TYPE], strict=True)]
+    out["kind_label"] = [classes[(n, k)].label
+                         for n, k in zip(work[C.FUNCTION], work[C.FUNC_TYPE], strict=True)]
+    return out
+
+
+_CYCLE_FAMILY = [C.RUN, C.PID, C.DEVICE, C.CYCLE, "family"]
+
+
+def _with_metrics(rows: pd.DataFrame, table: pd.DataFrame, work: pd.DataFrame) -> pd.DataFrame:
+    """One row per metric of the family's kernels: μ is their time-weighted mean (as a
+    kernel's own μ is the time-weighted mean over its launches), so a family finding carries
+    the metric moves that went with it; a family without metric samples keeps one "" row."""
+    family_of_fn = dict(zip(work[C.FUNCTION], work["family"], strict=False))
+    sampled = table[table[C.FUNCTION].isin(family_of_fn.keys()) & (table[C.METRIC] != "")
+                    & table[C.METRIC_MEAN].notna()]
+    if sampled.empty:
+        rows[C.METRIC] = ""
+        rows[C.METRIC_MEAN] = float("nan")
+        return rows
+    sampled = sampled.assign(
+        family=sampled[C.FUNCTION].map(family_of_fn),
+        weighted=sampled[C.METRIC_MEAN] * sampled[C.TIME_MS],
+    )
+    sampled = sampled[sampled["family"].notna()]
+    sums = sampled.groupby([*_CYCLE_FAMILY, C.METRIC])[["weighted", C.TIME_MS]].sum()
+    means = (sums["weighted"] / sums[C.TIME_MS]).rename(C.METRIC_MEAN).reset_index()
+    metrics = means[["family", C.METRIC]].drop_duplicates()
+    with_metric = rows.merge(metrics, on="family", how="left")
+    with_metric[C.METRIC] = with_metric[C.METRIC].fillna("")
+    return with_metric.merge(means, on=[*_CYCLE_FAMILY, C.METRIC], how="left")
+
+
+def with_family_rows(
+    tables: tuple[pd.DataFrame, pd.DataFrame],
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Both tables with a row per (run, pid, device, cycle, family) of >= 2 kernel names."""
+    works = [work_rows(t) for t in tables]
+    both = pd.concat([w[[C.PID, C.DEVICE, "family", C.FUNCTION]] for w in works])
+    names = both.drop_duplicates().groupby([C.PID, C.DEVICE, "family"]).size()
+    several = {
+        (int(pid), str(device), str(family))
+        for (pid, device, family), n in zip(names.index, names.to_numpy(), strict=True)
+        if n >= 2 and family != OTHER
+    }
+    out = []
+    for table, work in zip(tables, works, strict=True):
+        keys = list(zip(work[C.PID], work[C.DEVICE], work["family"], strict=True))
+        work = work[[key in several for key in keys]]
+        if work.empty:
+            out.append(table)
+            continue
+        has_launches = C.LAUNCHES in work.columns
+        sums = {C.TIME_MS: (C.TIME_MS, "sum"), C.CYCLE_SHARE_PCT: (C.CYCLE_SHARE_PCT, "sum")}
+        if has_launches:
+            sums[C.LAUNCHES] = (C.LAUNCHES, "sum")
+        rows = (
+            work.groupby([C.RUN, C.PID, C.DEVICE, C.CYCLE, C.CYCLE_MS, C.ANCHOR, "family"],
+                         sort=True)
+            .agg(**sums)
+            .reset_index()
+        )
+        rows = _with_metrics(rows, table, work)
+        rows[C.FUNCTION] = rows["family"].map(family_label)
+        rows[C.FUNC_TYPE] = FAMILY_TYPE
+        columns = [*C.COLUMNS, *([C.LAUNCHES] if C.LAUNCHES in table.columns else [])]
+        out.append(pd.concat([table, rows.reindex(columns=columns)], ignore_index=True))
+    return out[0], out[1]

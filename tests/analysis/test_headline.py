@@ -1,0 +1,84 @@
+"""The headline on every recorded pair: its parts add up to the cycle-time change, and the
+first finding is a change of GPU work when cycles are host-bound under tracing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfdiff.analysis.model import Comparison
+from perfdiff.report.markdown import render_markdown
+from tests.door import compare_inputs
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+PAIRS = {
+    "gpt-infer": ("gpt-infer-normal.json.gz", "gpt-infer-contended.json.gz"),
+    "train-step": ("train-step-normal.json.gz", "train-step-adamw-loop.json.gz"),
+    "trainer-gc": ("trainer-gpt2.json.gz", "trainer-gpt2-gc.json.gz"),
+    "gpt2": ("gpt2/gpt2-generate-eager.json.gz", "gpt2/gpt2-generate-sdpa.json.gz"),
+    "timm": ("timm/timm-vit-bf16.json.gz", "timm/timm-vit-fp32.json.gz"),
+    "ddp": ("ddp-normal.json.gz", "ddp-contended-gpu1.json.gz"),
+    "kineto-train": ("kineto/kineto-train-normal.pt.trace.json.gz",
+                     "kineto/kineto-train-abnormal.pt.trace.json.gz"),
+    "kineto-timm": ("kineto/timm-vit-bf16.pt.trace.json.gz",
+                    "kineto/timm-vit-fp32.pt.trace.json.gz"),
+    "kineto-gpt2": ("kineto/gpt2-generate-eager.pt.trace.json.gz",
+                    "kineto/gpt2-generate-sdpa.pt.trace.json.gz"),
+}
+_cache: dict[str, Comparison] = {}
+
+
+def _compare(pair: str) -> Comparison:
+    if pair not in _cache:
+        normal, abnormal = (FIXTURES / name for name in PAIRS[pair])
+        if not (normal.exists() and abnormal.exists()):
+            pytest.skip(f"{pair} fixtures not found")
+        _cache[pair] = compare_inputs(normal, abnormal)
+    return _cache[pair]
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_the_parts_add_up_to_the_cycle_time_change(pair: str) -> None:
+    c = _compare(pair)
+    split = c.headline
+    assert split is not None
+    total = sum(p.delta_ms for p in split.parts)
+    assert total == pytest.approx(split.delta_ms, rel=1e-9, abs=1e-9)
+    if len({r.pid for r in c.rows}) == 1:  # one process: the report's own cycle change
+        assert total == pytest.approx(c.cycle_time.delta_ms, rel=0.01)
+
+
+@pytest.mark.parametrize("pair", sorted(PAIRS))
+def test_gpu_idle_never_leads_alone_when_the_gpu_work_moved_more(pair: str) -> None:
+    c = _compare(pair)
+    split = c.headline
+    assert split is not None
+    idle = next(p for p in split.parts if p.kind == "idle")
+    leads = [f.function for f in c.findings] or [d.function for d in c.described]
+    if leads and leads[0] == "[GPU idle]":
+        assert abs(idle.delta_ms) > abs(split.gpu_work_delta_ms)
+        assert not (split.traced and split.host_bound)
+
+
+@pytest.mark.parametrize("pair", ["timm", "kineto-timm"])
+def test_bf16_to_fp32_leads_with_the_gemm_family_and_its_replaced_pairs(pair: str) -> None:
+    c = _compare(pair)
+    assert c.findings[0].function == "[GEMM]" and c.findings[0].verdict == "slower"
+    gemm = next(p for p in c.headline.parts if p.label == "GEMM") if c.headline else None
+    assert gemm is not None
+    assert gemm.detail_normal.startswith("bf16, tensor core")
+    assert gemm.detail_abnormal.startswith("fp32")
+    pairs = {r.function: r for r in c.rows if r.function.startswith("[replaced] GEMM")}
+    swap = pairs["[replaced] GEMM (bf16, tensor core) → GEMM (fp32, SIMT)"]
+    assert swap.verdict == "slower" and swap.time_delta_ms > 10.0
+
+
+def test_a_trace_pair_of_one_step_each_is_described_not_dismissed() -> None:
+    c = _compare("kineto-gpt2")
+    assert c.findings == ()
+    assert c.described and c.described[0].function == "[replaced] GEMM + softmax → attention"
+    text = render_markdown(c)
+    assert "not tested (1 vs 1 cycles)" in text
+    assert "no function needs investigation" not in text
+    assert "host-bound under tracing" in text

@@ -1,0 +1,62 @@
+"""Replaced kernels on recorded pairs: found where the program changed, never on A/A."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perfdiff.analysis.model import Comparison
+from tests.door import compare_inputs
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def gpt2() -> Comparison:
+    return compare_inputs(FIXTURES / "gpt2" / "gpt2-generate-eager.json.gz",
+                          FIXTURES / "gpt2" / "gpt2-generate-sdpa.json.gz")
+
+
+def test_eager_vs_sdpa_attention_is_one_replaced_group_and_the_first_finding(
+    gpt2: Comparison,
+) -> None:
+    attention = "[replaced] GEMM + softmax → attention"
+    found = {r.function: r for r in gpt2.replacements}
+    assert attention in found
+    group = found[attention]
+    assert group.found_pct_normal == 100.0 and group.found_pct_abnormal == 100.0
+    before, after = group.members[0].before, group.members[0].after
+    assert any("softmax" in n for n in before) and any("gemv" in n.lower() for n in before)
+    assert all("sdpa" in n for n in after)
+    first = gpt2.findings[0]
+    assert first.function == attention and first.verdict == "faster"
+    assert first.time_ms_normal > 3 * first.time_ms_abnormal
+
+
+def test_headline_parts_sum_to_the_cycle_time_change(gpt2: Comparison) -> None:
+    split = gpt2.headline
+    assert split is not None
+    total = sum(p.delta_ms for p in split.parts)
+    assert total == pytest.approx(gpt2.cycle_time.delta_ms, rel=0.01)
+    assert split.host_bound and split.traced
+
+
+@pytest.mark.parametrize("other", ["02", "05", "10"])
+def test_a_a_pairs_pair_nothing(other: str) -> None:
+    c = compare_inputs(FIXTURES / "aa" / "gpt-infer-aa-01.json.gz",
+                       FIXTURES / "aa" / f"gpt-infer-aa-{other}.json.gz")
+    assert c.replacements == ()
+    assert not [f for f in c.findings if f.function.startswith("[replaced]")]
+
+
+def test_fused_adamw_to_its_loop_is_a_replaced_group() -> None:
+    c = compare_inputs(FIXTURES / "train-step-normal.json.gz",
+                       FIXTURES / "train-step-adamw-loop.json.gz")
+    assert [r.function for r in c.replacements] == ["[replaced] optimizer → elementwise"]
+    row = next(r for r in c.rows if r.function == "[replaced] optimizer → elementwise")
+    assert row.verdict == "slower"
+    split = c.headline
+    assert split is not None
+    assert sum(p.delta_ms for p in split.parts) == pytest.approx(c.cycle_time.delta_ms,
+                                                                 rel=0.01)
