@@ -50,6 +50,8 @@ OPTION_LIMITS: dict[str, dict[str, Limit]] = {
               "--min-delta-us": Limit(0.0, 1e9, "us"), "--spread-factor": Limit(0.0, 1000.0),
               "--fail-on-regression": _GATE},
     "kernels": {"--top": Limit(1, 10**9, whole=True), "--run": _INDEX, "--cycle": _INDEX},
+    "ranks": {"--alpha": _ALPHA, "--threshold": _PCT, "--gpu-cv-pct": _PCT,
+              "--top": Limit(1, 10**9, whole=True)},
     "collect": {"--cycles": Limit(0, 10**8, whole=True), "--warmup": Limit(0, 10**8, whole=True),
                 "--sample-interval-ns": Limit(1, 10**12, "ns", whole=True),
                 "--nvml-interval-ms": Limit(0.0, 1e6, "ms", low_open=True),

@@ -85,7 +85,8 @@ def option_cases(inputs: Inputs) -> list[Case]:
     """Every numeric option of every command with every hostile value: exit 2."""
     values = ["nan", "-nan", "inf", "-inf", "Infinity", "1e308", "1e400", "-1"]
     first = {"compare": [str(inputs.run), str(inputs.run_b)], "bench": [str(inputs.run)],
-             "kernels": [str(inputs.run)], "collect": ["gpt-infer"]}
+             "kernels": [str(inputs.run)], "collect": ["gpt-infer"],
+             "ranks": [str(inputs.ranks)]}
     cases = []
     for command, limits in sorted(OPTION_LIMITS.items()):
         for option, limit in sorted(limits.items()):

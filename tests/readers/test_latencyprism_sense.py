@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from perfdiff.errors import InputError
-from perfdiff.readers.latencyprism import LP_METRIC_HIGH, PERF_FILE, load_latencyprism
+from perfdiff.readers.latencyprism import LP_METRIC_HIGH, PERF_FILE, read_latencyprism
 from tests.shared_data import missing_reason, shared
 
 INCIDENTS = shared("latencyprism", "sglang")
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not FOLDERS, reason=missing_reason(INCIDENTS))
 def test_every_real_incident_passes_the_rules() -> None:
     assert len(FOLDERS) == 10
     for folder in FOLDERS:
-        assert len(load_latencyprism(folder)) > 0, folder
+        assert read_latencyprism(folder).cycle.size > 0, folder
 
 
 def test_the_metric_table_names_real_metrics() -> None:
@@ -69,7 +69,7 @@ def test_impossible_rows_are_refused(name: str, tmp_path: Path) -> None:
     folder.mkdir()
     table.to_csv(folder / PERF_FILE, index=False)
     with pytest.raises(InputError) as raised:
-        load_latencyprism(folder)
+        read_latencyprism(folder)
     line = str(raised.value)
     assert "\n" not in line and str(folder / PERF_FILE) in line
     assert f"line {row + 2}:" in line and "export the LatencyPrism folder again" in line
