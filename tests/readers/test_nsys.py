@@ -370,3 +370,15 @@ def test_import_takes_one_export_at_a_time(run_cli: Runner, tmp_path: Path) -> N
                              str(tmp_path / "x.json.gz"))
     assert code == 3 and out == "" and len(err.strip().splitlines()) == 1
     assert "import one export at a time" in err
+
+
+def test_rows_beyond_the_input_limit_are_refused_before_reading(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFDIFF_MAX_INPUT_GIB", "0.0001")  # 107 KB: 1312 kernels need ~0.8 MB
+    with pytest.raises(InputError) as caught:
+        read_nsys(CLOVERLEAF)
+    message = str(caught.value)
+    assert "1,586 GPU records" in message  # 1312 kernels + 274 memcpy
+    assert "PERFDIFF_MAX_INPUT_GIB=16" in message
+    monkeypatch.setenv("PERFDIFF_MAX_INPUT_GIB", "1")
+    assert read_nsys(CLOVERLEAF).runs
