@@ -29,6 +29,16 @@ class ExitCode:
 class PerfdiffError(Exception):
     """Base of every error perfdiff reports to the user as one line."""
 
+    def __str__(self) -> str:
+        """The message with line breaks and other control characters shown escaped (a path
+        holding a newline split the one error line in two)."""
+        text = super().__str__()
+        if text.isprintable():
+            return text
+        return "".join(c if c.isprintable() else
+                       c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                       for c in text)
+
     @property
     def exit_code(self) -> int:
         """This error's code, from :data:`EXIT_CODES` (the one mapping)."""

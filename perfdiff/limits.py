@@ -105,7 +105,7 @@ def _probe(data: bytes, source: str | Path) -> None:
         out = len(inflater.decompress(head, cap + 1))
     except zlib.error:
         return  # damage: the real read below says so, with the file's own error
-    if out > cap or (out > MAX_RATIO * len(head) and out > 64 << 20):
+    if out > cap:
         raise InputError(
             f"{source}: gzip data inflates more than {MAX_RATIO} times ({len(head):,} bytes "
             f"give over {cap:,}): a decompression bomb, not a trace or run file (those inflate "

@@ -83,6 +83,9 @@ def make_bench_file(spec: BenchFileSpec) -> RunFile:
         for i in range(spec.n_warmup + spec.n_cycles):
             jitter = spec.noise * rng.standard_normal()
             factor = case.scale * max(0.05, 1.0 + jitter)
+            if spec.lead_gap_ms is not None and case.kernel_ms:
+                t += 0.5 * ms  # room for the GPU lead below: it ran before this cycle, and
+                # kernels of one stream cannot overlap (perfdiff.schema.sense, issue 25)
             starts.append(int(t))
             t += 0.01 * ms  # host lead before the first launch
             if not case.kernel_ms:

@@ -227,6 +227,10 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
 
 def run_compare(args: CompareArgs) -> int:
     """Load both sides, compare, render, write; the exit code (``--fail-on-regression``)."""
+    if args.output is not None:  # an output over or inside an input: said before the work
+        from perfdiff.output import refuse_inputs
+
+        refuse_inputs(args.output, (args.normal, args.abnormal))
     from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
     from perfdiff.cli.progress import rank_progress

@@ -43,7 +43,7 @@ FLAG_OPTIONS: dict[str, frozenset[str]] = {
     "kernels": frozenset({"--all", "--include-warmup", "--markdown", "--plain"}),
     "bench": frozenset({"--force", "--plain"}),
     "merge": frozenset({"--force", "--no-force", "--shards"}),
-    "import": frozenset({"--shards"}),
+    "import": frozenset({"--allow-missing-ranks", "--shards"}),
     "ranks": frozenset(),
 }
 # LatencyPrism '*_perf_data' folders (compare) and folders of per-rank torch.profiler traces

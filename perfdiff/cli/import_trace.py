@@ -34,6 +34,9 @@ def import_trace(
         "(record_function) or gpu_user_annotation ranges whose whole name matches REGEX "
         "instead of ProfilerStep#N; for an Nsight Systems export, the NVTX ranges whose whole "
         "text matches REGEX.")] = None,
+    allow_missing_ranks: Annotated[bool, typer.Option(
+        "--allow-missing-ranks", help="Leave out a rank file of a folder that cannot be read "
+        "(the run file notes how many) instead of stopping.")] = False,
     shards: Annotated[bool, typer.Option(
         "--shards", help="Write OUTPUT as a sharded run: a folder with one Parquet shard per "
         "rank, read rank by rank by compare and ranks (needs perfdiff[dask]).")] = False,
@@ -60,7 +63,8 @@ def import_trace(
                                  "an nsys export; give a file written by export_chrome_trace "
                                  "or tensorboard_trace_handler, or one `nsys export --type "
                                  "sqlite` file")
-        run_file = read_torch_profiler(traces, cycle_range=cycle_range)
+        run_file = read_torch_profiler(traces, cycle_range=cycle_range,
+                                       allow_missing_ranks=allow_missing_ranks)
     run_file = replace(run_file, created_unix_s=round(time.time(), 3))
     if shards:
         from perfdiff.schema.shards import write_shards
@@ -71,6 +75,9 @@ def import_trace(
     kernels = sum(int(r.kernels.name_id.size) for r in run_file.runs)
     cycles = sum(int(r.cycles.index.size) for r in run_file.runs)
     ranks = [r.rank for r in run_file.runs if r.rank is not None]
+    for warning in run_file.collection.warnings:
+        if "--allow-missing-ranks" in warning:
+            typer.echo(f"perfdiff: warning: {warning}", err=True)
     typer.echo(f"perfdiff: wrote {written} - {len(run_file.runs)} trace(s), {cycles} cycles, "
                f"{kernels} kernels, {len(run_file.strings)} distinct"
                + (f", ranks {ranks}" if ranks else ""))

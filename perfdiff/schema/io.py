@@ -97,8 +97,9 @@ def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:
     version_text = _plain_json(raw.get("schema_version"))
     if version_text is None:
         raise InputError(
-            f"{source}: not a perfdiff run file (no 'schema_version'); "
-            "record one with 'perfdiff collect'"
+            f"{source}: not a perfdiff run file (no 'schema_version') nor a torch.profiler "
+            "trace (no 'traceEvents'); pass a run file (perfdiff collect or perfdiff import), "
+            "a trace, or a LatencyPrism '*_perf_data' folder"
         )
     version = parse_version(version_text)
     if version is None:

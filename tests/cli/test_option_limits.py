@@ -96,3 +96,23 @@ def test_usage_errors_are_one_line(run_cli: Runner, args: tuple[str, ...]) -> No
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("perfdiff: error: "), err
     assert "--help" in lines[0] or "give" in lines[0]  # what to do
+
+
+def test_error_lines_name_where_and_what_to_do(run_cli: Runner, tmp_path: Path) -> None:
+    """A trace-event error names the event and a fix; a JSON that is neither a run file nor a
+    trace is not told to "record one with perfdiff collect"; a newline in a path stays one
+    line (issue 25)."""
+    ints = tmp_path / "ints.json"
+    ints.write_text('{"traceEvents": [{"ph": "X"}, 2]}')
+    code, _, err = run_cli("kernels", str(ints))
+    assert code == ExitCode.BAD_INPUT and "traceEvents[1]" in err and "re-export" in err, err
+    other = tmp_path / "other.json"
+    other.write_text('{"foo": 1}')
+    code, _, err = run_cli("kernels", str(other))
+    assert code == ExitCode.BAD_INPUT and "nor a torch.profiler trace" in err, err
+    folder = tmp_path / "a\nb"
+    folder.mkdir()
+    for args in (("kernels", str(folder / "x.json")), ("compare", str(folder / "x"), "y")):
+        code, _, err = run_cli(*args)
+        assert code == ExitCode.BAD_INPUT and len(err.strip().splitlines()) == 1, err
+        assert "a\\nb" in err

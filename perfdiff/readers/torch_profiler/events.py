@@ -129,6 +129,18 @@ class _Sorted(msgspec.Struct, gc=False):
     categories: dict[str, int]  # categories and counts, of a trace without GPU events only
 
 
+REEXPORT = "the trace is damaged or was edited: re-export it from torch.profiler"
+
+
+def _decodes(decode: Any, raw: msgspec.Raw) -> bool:
+    """Whether one event decodes (used only to name the first bad one in the error)."""
+    try:
+        _decode_replacing(decode, raw)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
 def _decode_replacing(decode: Any, raw: msgspec.Raw) -> Any:
     """``decode(raw)``; an event whose strings are not UTF-8 is decoded with each bad byte
     replaced by U+FFFD (Kineto writes names as the program gave them; a non-UTF-8 kernel name
@@ -178,9 +190,11 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
             else:
                 profiler_ranges += 1
     except msgspec.ValidationError as exc:
-        raise BadTrace(f"malformed trace event ({exc})") from None
+        where = next((i for i, raw in enumerate(raws) if not _decodes(kind_of, raw)), None)
+        at = "" if where is None else f" at traceEvents[{where}]"
+        raise BadTrace(f"malformed trace event{at} ({exc}); {REEXPORT}") from None
     if not any(gpu.values()):  # the error line lists the categories: counted only then
-        categories = dict(Counter(kind_of(raw).cat for raw in raws))
+        categories = dict(Counter(_decode_replacing(kind_of, raw).cat for raw in raws))
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
     return _Sorted(gpu, launches, ranges, counters, profiler_ranges, categories)
@@ -196,6 +210,9 @@ def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> l
         except UnicodeDecodeError:  # a name that is not UTF-8: kept, with U+FFFD for its bytes
             events = [_decode_replacing(decode, raw) for raw in raws]
     except msgspec.ValidationError as exc:
-        raise BadTrace(f"malformed trace event ({exc})") from None
+        shown = next((bytes(raw)[:80].decode("utf-8", "replace") for raw in raws
+                      if not _decodes(decode, raw)), "")
+        raise BadTrace(f"malformed trace event ({exc}; the event begins {shown!r}); "
+                       f"{REEXPORT}") from None
     del raws[:]
     return events

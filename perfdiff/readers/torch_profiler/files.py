@@ -48,9 +48,56 @@ def is_trace_file(path: Path) -> bool:
 
 def trace_files_in(folder: Path) -> list[Path]:
     """The Kineto traces directly in a folder (one per rank, as tensorboard_trace_handler)."""
-    candidates = sorted(p for p in folder.iterdir() if p.is_file() and (
-        p.name.endswith((".json", ".json.gz"))))
-    return [p for p in candidates if is_trace_file(p)]
+    return rank_files_in(folder)[0]
+
+
+TRACE_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")  # tensorboard_trace_handler's names
+
+
+def rank_files_in(folder: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The traces in a folder, and the files that may be ranks but cannot be told (each with
+    why): unreadable, a damaged gzip header, ``traceEvents`` only after the first MiB of
+    metadata and no way to see it, or named as a trace without being one.
+
+    Why: a folder import used to leave such a rank out silently and exit 0 with half the job.
+    A file whose ``traceEvents`` key lies past the first MiB (on-demand traces put metadata
+    first) is read whole (within perfdiff.limits) to find it.
+    """
+    candidates = sorted(p for p in folder.iterdir() if p.name.endswith((".json", ".json.gz"))
+                        and (p.is_file() or not p.exists()))
+    traces: list[Path] = []
+    problems: list[tuple[Path, str]] = []
+    for path in candidates:
+        try:
+            with path.open("rb") as fh:
+                raw = fh.read(_SNIFF_BYTES)
+        except OSError as exc:
+            problems.append((path, f"cannot be read ({exc.strerror or type(exc).__name__})"))
+            continue
+        head = _head_of(raw)
+        if head is None:
+            problems.append((path, "its gzip header or data is damaged"))
+            continue
+        if is_trace_file(path):
+            traces.append(path)
+        elif head.lstrip()[:1] == b"{" and len(head) >= _SNIFF_BYTES and \
+                not (b'"schema_version"' in head and b'"runs"' in head):
+            whole = read_input_bytes(path, "re-copy or re-export the trace")
+            if b'"traceEvents"' in whole:
+                traces.append(path)
+        elif path.name.endswith(TRACE_SUFFIXES):
+            problems.append((path, "is named as a trace but holds no 'traceEvents'"))
+    return traces, problems
+
+
+def _head_of(raw: bytes) -> bytes | None:
+    """The first bytes, inflated when gzip; None when the gzip header or data is damaged."""
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return zlib.decompressobj(wbits=31).decompress(raw, _SNIFF_BYTES)
+    except zlib.error:
+        return None
 
 
 def is_torch_profiler_input(path: Path) -> bool:

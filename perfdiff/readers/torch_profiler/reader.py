@@ -8,29 +8,42 @@ to an internal error.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from perfdiff.errors import InputError
 from perfdiff.readers.torch_profiler.assemble import assemble_run_file
 from perfdiff.readers.torch_profiler.convert import RankData, convert_trace
 from perfdiff.readers.torch_profiler.events import BadTrace
-from perfdiff.readers.torch_profiler.files import decode_trace, file_bytes, trace_files_in
+from perfdiff.readers.torch_profiler.files import decode_trace, file_bytes, rank_files_in
 from perfdiff.readers.torch_profiler.metadata import trace_metadata
 from perfdiff.schema.model import RunFile
 from perfdiff.schema.sense import check_run_file
 
 
-def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None = None) -> RunFile:
+def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None = None,
+                        allow_missing_ranks: bool = False) -> RunFile:
     """Read one or more traces (files or folders of per-rank files) into one run file.
 
     Several files are ranks of one job (or repeated runs): each becomes a run; when they carry
     ranks, devices are named by rank (GPU r for rank r), as ``perfdiff merge`` names shards.
+    A file of a folder that may be a rank but cannot be read stops the reading, unless
+    ``allow_missing_ranks``: then it is left out and the run file says so (a counted note).
     """
     files: list[Path] = []
+    left_out: list[tuple[Path, str]] = []
     for raw_path in paths:
         p = Path(raw_path)
         if p.is_dir():
-            found = trace_files_in(p)
+            found, unreadable = rank_files_in(p)
+            if unreadable and not allow_missing_ranks:
+                first, why = unreadable[0]
+                raise InputError(
+                    f"{p}: {len(unreadable)} of {len(found) + len(unreadable)} rank files "
+                    f"cannot be read ({first.name}: {why}); fix or remove "
+                    f"{'it' if len(unreadable) == 1 else 'them'}, or pass "
+                    "--allow-missing-ranks to go on without")
+            left_out += unreadable
             if not found:
                 raise InputError(f"{p}: folder holds no torch.profiler trace (.json/.json.gz "
                                  "with 'traceEvents')")
@@ -42,6 +55,12 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
     parts = [_read_one(p, cycle_range) for p in files]
     run_file = assemble_run_file(parts, [str(p) for p in files])
     check_run_file(run_file, ", ".join(str(p) for p in files))  # the run-file rules, once
+    if left_out:
+        note = (f"{len(left_out)} rank file(s) left out (--allow-missing-ranks): "
+                + "; ".join(f"{path.name}: {why}" for path, why in left_out[:5]))
+        collection = replace(run_file.collection,
+                             warnings=(*run_file.collection.warnings, note))
+        run_file = replace(run_file, collection=collection)
     return run_file
 
 
