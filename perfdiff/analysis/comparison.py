@@ -306,9 +306,14 @@ def _rows(
     # are left out of the Benjamini-Hochberg family: they cannot yield a finding, and counting
     # them would only dilute the power of the tests that can.
     testable = [f for f in fstats if f.size_n + f.size_a > f.threshold]
-    q = bh_qvalues(np.asarray([f.p_primary for f in testable], dtype=np.float64))
-    for f, qv in zip(testable, q, strict=True):
-        f.q = float(qv)
+    # Pseudo-functions (families, replacements) sum or pair the functions' own time: they get
+    # a Benjamini-Hochberg family of their own, so that adding them leaves every function's
+    # q-value, verdict and false-discovery rate exactly as it was (bench/validate scores those)
+    for pseudo in (False, True):
+        family = [f for f in testable if (f.func_type in C.PSEUDO_TYPES) == pseudo]
+        q = bh_qvalues(np.asarray([f.p_primary for f in family], dtype=np.float64))
+        for f, qv in zip(family, q, strict=True):
+            f.q = float(qv)
     for f in fstats:
         f.verdict = _verdict(f, opts.alpha)
     metrics = pd.concat(metric_blocks, ignore_index=True) if metric_blocks else pd.DataFrame()
