@@ -396,7 +396,9 @@ def _function_stats(
         if comparable
         else opts.practical_threshold_pct
     )
-    m_tests = max(1, len(common))
+    types = {**group_types(units[1].func_type, group), **group_types(units[0].func_type, group)}
+    # the functions' own Benjamini-Hochberg family: pseudo-rows are tested apart from them
+    m_tests = max(1, sum(types.get(name, "") not in C.PSEUDO_TYPES for name in common))
     # 80 % power for a change that must also *exceed* the practical threshold
     # ... against the SE the test will have at that change (the run-to-run floor grows with it)
     primary_abs_floor = floors["time"] if comparable else floors["cycle_share"]
@@ -411,7 +413,6 @@ def _function_stats(
         # run-to-run offsets are factors: between runs, a slower kernel spreads more in ms
         abnormal_var_share=primary.abnormal_var_share if unit == "runs" else 0.0,
     )
-    types = {**group_types(units[1].func_type, group), **group_types(units[0].func_type, group)}
     out = []
     for j, name in enumerate(common):
         out.append(
