@@ -21,6 +21,7 @@ class ExitCode:
     INCOMPARABLE = 4  # runs cannot be compared (different GPU model or workload) without --force
     COLLECTOR_UNAVAILABLE = 5  # no GPU, no CUPTI, no cupti-python: collection impossible
     WORKLOAD_FAILED = 6  # the workload raised; a partial run file was still written
+    CLUSTER_FAILED = 7  # the Dask cluster could not be reached or lost the work; nothing written
     INTERNAL = 70  # a bug in perfdiff (EX_SOFTWARE); please report it
     INTERRUPTED = 130  # Ctrl-C; a partial run file was still written
 
@@ -62,6 +63,11 @@ class CollectorUnavailableError(PerfdiffError):
 
 class WorkloadError(PerfdiffError):
     """The workload under collection failed; what was gathered has been saved."""
+
+
+class ClusterError(PerfdiffError):
+    """The Dask cluster a command ran on could not be reached, or lost a task past its retries;
+    no output was written."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,11 @@ EXIT_CODES: tuple[ExitCodeRow, ...] = (
     ExitCodeRow(ExitCode.WORKLOAD_FAILED, "WORKLOAD_FAILED", (WorkloadError,),
                 "The workload under collection raised; a run file marked *incomplete* with "
                 "every cycle gathered so far was still written.", "`collect`"),
+    ExitCodeRow(ExitCode.CLUSTER_FAILED, "CLUSTER_FAILED", (ClusterError,),
+                "The Dask cluster (`--scheduler ADDRESS`, `DASK_SCHEDULER_ADDRESS`, or the local "
+                "one for a large sharded run) could not be reached or started, or lost a rank's "
+                "task more often than it retries (workers killed again and again); nothing was "
+                "written.", "`compare`, `ranks`"),
     ExitCodeRow(ExitCode.INTERNAL, "INTERNAL", (PerfdiffError,),
                 "A bug in perfdiff (`EX_SOFTWARE`): one line `perfdiff: internal error: ...`; "
                 "rerun with `PERFDIFF_DEBUG=1` for the traceback and report it. Never 1, so a "
@@ -136,6 +147,7 @@ def exit_code_for(error: BaseException) -> int:
 
 __all__ = [
     "EXIT_CODES",
+    "ClusterError",
     "CollectorUnavailableError",
     "ExitCode",
     "ExitCodeRow",

@@ -132,3 +132,11 @@ def test_compare_options_are_declared_in_one_table() -> None:
     assert VALUE_OPTIONS["compare"] | FLAG_OPTIONS["compare"] == set(OPTIONS)
     source = (PACKAGE / "cli" / "entry.py").read_text(encoding="utf-8")
     assert '"--cycle-range"' not in source.split("VALUE_OPTIONS", 1)[1].split('"kernels"')[0]
+
+
+def test_the_trace_readers_modules_talk_through_public_names() -> None:
+    """Modules of one package import each other's public names only (STYLE.md): a private
+    name is free to change inside its module."""
+    bad = [f"{p.relative_to(PACKAGE)}: {m}.{n}" for p, m, n in _imports("readers")
+           if m.startswith("perfdiff.readers.") and n.startswith("_")]
+    assert not bad, bad

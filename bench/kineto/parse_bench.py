@@ -61,15 +61,16 @@ def child(parser: str, path: str) -> None:
 
         from perfdiff.readers.torch_profiler import events as tp
 
-        trace_type = msgspec.defstruct("Trace", [("traceEvents", list[tp._Event])], gc=False)
+        trace_type = msgspec.defstruct("Trace", [("traceEvents", list[tp.Event])], gc=False)
         events = len(msgspec.json.Decoder(trace_type).decode(data).traceEvents)
     elif parser == "msgspec-raw":
         from perfdiff.readers.torch_profiler import events as tp
 
-        trace = tp._TRACE_DECODER.decode(data)
-        kept = tp._sort_events(trace.traceEvents)
-        events = sum(len(tp._decode_all(raws)) for raws in (*kept.gpu.values(), kept.ranges))
-        events += len(tp._decode_launches(kept.launches))
+        trace = tp.TRACE_DECODER.decode(data)
+        kept = tp.sort_events(trace.traceEvents)
+        events = sum(len(tp.decode_kept(raws, tp.EVENT_DECODER))
+                     for raws in (*kept.gpu.values(), *kept.ranges.values()))
+        events += len(tp.decode_kept(kept.launches, tp.LAUNCH_DECODER))
     else:
         from perfdiff.readers.torch_profiler import read_torch_profiler
 

@@ -138,9 +138,11 @@ class BenchRules:
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0:
             raise InputError(f"--alpha must be between 0 and 1, got {self.alpha}")
-        if self.noise_floor_pct < 0 or self.min_delta_us < 0 or self.spread_factor < 0:
+        knobs = (self.noise_floor_pct, self.min_delta_us, self.spread_factor)
+        if not all(0 <= knob < math.inf for knob in knobs):  # NaN fails too: it silenced the gate
             raise InputError(
-                "--noise-floor-pct, --min-delta-us and --spread-factor must not be negative"
+                "--noise-floor-pct, --min-delta-us and --spread-factor must be finite and not "
+                "negative"
             )
 
     def legend(self) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 from perfdiff.analysis.kernel_metrics import kernel_metric_means
 from perfdiff.errors import InputError
 from perfdiff.schema.model import BoolArray, FloatArray, MetricSeries, Run, RunFile
-from perfdiff.schema.names import NameStyle, kernel_name
+from perfdiff.schema.names import NameStyle, distinct_short_names, kernel_name
 
 TENSOR_KEY = "tensor"  # substrings that pick the metric series of each column
 DRAM_KEY = "dram"
@@ -94,6 +94,11 @@ def launch_rows(run_file: RunFile, *, run_index: int | None = None, cycle: int |
     by default); an explicit ``cycle`` is shown whatever it is, warm-up included.
     """
     rows: list[LaunchRow] = []
+    # short names distinct per kernel of the file (schema.names.distinct_short_names): a row
+    # of --by name is one kernel, never every Kernel2<...> of a cuBLAS/CUTLASS program
+    short = (distinct_short_names([kernel_name(run_file, i, "full")
+                                   for i in range(len(run_file.strings))])
+             if names == "short" else [])
     for run in _selected_runs(run_file, run_index):
         k = run.kernels
         if cycle is not None:
@@ -109,7 +114,8 @@ def launch_rows(run_file: RunFile, *, run_index: int | None = None, cycle: int |
         # names once per interned id (a run has millions of launches but few distinct names)
         ids = k.name_id[idx]
         unique_ids = np.unique(ids)
-        name_of = {int(i): kernel_name(run_file, int(i), names) for i in unique_ids}
+        name_of = ({int(i): short[int(i)] for i in unique_ids} if names == "short" else
+                   {int(i): kernel_name(run_file, int(i), names) for i in unique_ids})
         rows += [
             LaunchRow(name_of[n], d, lat, t, m)
             for n, d, lat, t, m in zip(ids.tolist(), k.device[idx].tolist(),

@@ -46,7 +46,8 @@ def _register_commands() -> None:
 def main() -> None:
     """Console-script entry point."""
     from perfdiff.cli.bare_options import expand_bare_options
+    from perfdiff.cli.usage_line import run_app
 
     _register_commands()
     args = expand_bare_options(sys.argv[1:])
-    run_guarded(lambda: app(args=args, standalone_mode=True))
+    run_guarded(lambda: run_app(app, args))

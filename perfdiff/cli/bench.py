@@ -23,10 +23,10 @@ from perfdiff.cli.options import (
     format_option,
     output_option,
 )
-from perfdiff.errors import ExitCode
+from perfdiff.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
-    from perfdiff.analysis.bench_cases import Measure
+    from perfdiff.analysis.bench_cases import BenchRun, Measure
 
 
 class MeasureOption(StrEnum):
@@ -36,6 +36,26 @@ class MeasureOption(StrEnum):
     call = "call"
 
 
+def _check_implementations(run: BenchRun, *, baseline: str | None, target: str | None) -> None:
+    """A ``--baseline``/``--target`` the run does not have is a usage error, not ignored.
+
+    Why: a misspelt ``--baseline trtion`` used to print the tables without the speedup column,
+    as if nothing had been asked.
+    """
+    given = {name: value for name, value in (("--baseline", baseline), ("--target", target))
+             if value is not None}
+    if not given:
+        return
+    impls = sorted({s.fields.get("impl", "") for s in run.case_summaries} - {""})
+    for name, value in given.items():
+        if run.workload != "rmsnorm" or not impls:
+            raise UsageError(f"bench: {name} applies to rmsnorm runs (their implementations); "
+                             f"{run.source} is a {run.workload} run; leave {name} out")
+        if value not in impls:
+            raise UsageError(f"bench: {name} {value!r} is not an implementation in "
+                             f"{run.source}; it has {', '.join(impls)}")
+
+
 @app.command()
 def bench(
     runs: Annotated[list[Path], typer.Argument(
@@ -43,10 +63,11 @@ def bench(
         help="One run file (its tables) or two (BEFORE AFTER: the second flagged against "
         "the first).")],
     *,
-    baseline: Annotated[str, typer.Option(
-        help="rmsnorm: implementation in the denominator of the speedup column.")] = "triton",
-    target: Annotated[str, typer.Option(
-        help="rmsnorm: implementation whose speedup is shown.")] = "cuda",
+    baseline: Annotated[str | None, typer.Option(
+        help="rmsnorm: implementation in the denominator of the speedup column (default "
+        "triton).")] = None,
+    target: Annotated[str | None, typer.Option(
+        help="rmsnorm: implementation whose speedup is shown (default cuda).")] = None,
     alpha: Annotated[float, alpha_option("(Benjamini-Hochberg) for 'regressed'")] = 0.05,
     noise_floor_pct: Annotated[float, typer.Option(
         help="A change must exceed this share of the median GPU time to be flagged.")] = 5.0,
@@ -110,7 +131,9 @@ def bench(
     if after is not None:
         check_same_bench(before, after, force=force)  # the one rule, in analysis
         changes = compare_cases(before, after, rules)
-    view = bench_view(before, after, changes, rules, baseline=baseline, target=target)
+    _check_implementations(after or before, baseline=baseline, target=target)
+    view = bench_view(before, after, changes, rules, baseline=baseline or "triton",
+                      target=target or "cuda")
     if output_format is OutputFormat.json:
         text = render_bench_json(before, after, changes, rules)
     else:

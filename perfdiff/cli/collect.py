@@ -69,14 +69,23 @@ def _list_workloads() -> str:
 
 
 def _is_program(first: str, rest: list[str]) -> bool:
-    """``-- CMD ARGS...``: anything with arguments, a .py script, or a command on PATH."""
+    """``-- CMD ARGS...``: anything with arguments, anything after ``--``, a path
+    (``./train.sh``), a .py script, or a command on PATH.
+
+    Why ``--`` and paths count: ``collect -o r.json.gz -- ./train.sh`` (a one-word program) was
+    taken for a built-in workload and refused as "unknown workload './train.sh'".
+    """
+    import os
     import shutil
 
     from perfdiff.collect.workloads import workload_names
 
     if not first or first in workload_names():
         return bool(rest)
-    return bool(rest) or first.endswith(".py") or shutil.which(first) is not None
+    after_dashes = "--" in sys.argv and sys.argv.index("--") + 1 < len(sys.argv) and \
+        sys.argv[sys.argv.index("--") + 1] == first
+    return (bool(rest) or after_dashes or first.endswith(".py") or os.sep in first
+            or os.path.exists(first) or shutil.which(first) is not None)
 
 
 def summary_line(run_file: RunFile, path: Path) -> str:

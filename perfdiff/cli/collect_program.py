@@ -57,6 +57,11 @@ def collect_program(
 
     if cycle_ms is not None and cycle_ms <= 0:
         raise WorkloadParamError(f"--cycle-ms must be positive, got {cycle_ms}")
+    from perfdiff.output import refuse_inputs
+
+    # the program and the files it is given are inputs: -o train.py would replace the script
+    # after the whole recording; refused before it starts
+    refuse_inputs(output, [arg for arg in command if os.path.isfile(arg)])
     given = [name for name, value in (("--cycle-range", cycle_range), ("--cycle-ms", cycle_ms),
                                       ("--cycle-function", cycle_function)) if value]
     if len(given) > 1:

@@ -12,4 +12,5 @@ from perfdiff.cli import (  # noqa: F401
     import_trace,
     kernels,
     merge,
+    ranks,
 )

@@ -88,6 +88,10 @@ def compare(
     steps: Annotated[str | None, typer.Option(
         "--steps", metavar="A:B", help="Compare only the measured cycles A to B-1 of each "
         "side, counted from 0 in time order (2:10, 3:, :5, -4:); any kind of input.")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", metavar="ADDRESS", help="Sharded runs: map the ranks on this Dask "
+        "scheduler (tcp://host:8786; default: DASK_SCHEDULER_ADDRESS, else in-process or a "
+        "local cluster by size).")] = None,
 ) -> None:
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
     code = run_compare(CompareArgs(
@@ -95,7 +99,7 @@ def compare(
         top=top, rows=rows, alpha=alpha, threshold=threshold, run_cv_pct=run_cv_pct,
         fail_on_regression=fail_on_regression, plots=plots, seed_compatible=seed_compatible,
         force=force, label_normal=label_normal, label_abnormal=label_abnormal,
-        cycle_range=cycle_range, steps=steps))
+        cycle_range=cycle_range, steps=steps, scheduler=scheduler))
     if code:
         raise typer.Exit(code)
 

@@ -30,6 +30,7 @@ from perfdiff.errors import ExitCode
 if TYPE_CHECKING:
     from perfdiff.analysis.model import CompareOptions, Comparison
     from perfdiff.analysis.sides import Side
+    from perfdiff.engine.settings import Progress
     from perfdiff.report.figure_links import FigureLink
     from perfdiff.report.figures import RenderedFigure
 
@@ -63,6 +64,7 @@ class CompareArgs:
     label_abnormal: str = "abnormal"
     cycle_range: str | None = None
     steps: str | None = None
+    scheduler: str | None = None  # Dask scheduler for sharded runs (perfdiff.engine)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ OPTIONS: dict[str, OptionSpec] = {
     "--label-abnormal": OptionSpec("label_abnormal", "str"),
     "--cycle-range": OptionSpec("cycle_range", "str"),
     "--steps": OptionSpec("steps", "str"),
+    "--scheduler": OptionSpec("scheduler", "str"),
 }
 _PLAIN_INT = re.compile(r"0|[1-9][0-9]*")
 _PLAIN_DECIMAL = re.compile(r"(0|[1-9][0-9]*)(\.[0-9]+)?")
@@ -163,14 +166,23 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
                   options: CompareOptions | None = None,
                   labels: tuple[str, str] = ("normal", "abnormal"), *,
                   cycle_range: str | None = None, steps: str | None = None,
+                  scheduler: str | None = None, progress: Progress | None = None,
                   ) -> tuple[Comparison, tuple[Side, Side]]:
     """Read both inputs through the door (``readers.dispatch``: what each path is, checked
-    once), then compare them (``analysis.entry``); the comparison and both sides."""
+    once), then compare them (``analysis.entry``); the comparison and both sides. A sharded
+    run is mapped rank by rank instead (``perfdiff.engine``: in-process or on Dask)."""
     from perfdiff.readers.dispatch import ReadOptions, open_input
     from perfdiff.readers.steps import StepRange
+    from perfdiff.schema.shards import is_sharded_run
 
     read = ReadOptions(cycle_range=cycle_range,
                        steps=None if steps is None else StepRange.parse(steps))
+    if is_sharded_run(normal) or is_sharded_run(abnormal):
+        from perfdiff.engine.run import compare_sharded
+        from perfdiff.engine.settings import EngineSettings
+
+        return compare_sharded(normal, abnormal, options, labels, read=read,
+                               settings=EngineSettings(scheduler=scheduler), progress=progress)
     normal_input, abnormal_input = open_input(normal, read), open_input(abnormal, read)
     from perfdiff.analysis.entry import compare_loaded  # pandas, scipy: once both are read
 
@@ -181,7 +193,8 @@ def run_compare(args: CompareArgs) -> int:
     """Load both sides, compare, render, write; the exit code (``--fail-on-regression``)."""
     from perfdiff.analysis.gate import find_regressions
     from perfdiff.analysis.model import CompareOptions
-    from perfdiff.output import write_atomic
+    from perfdiff.cli.progress import rank_progress
+    from perfdiff.output import output_file, write_together
     from perfdiff.report.gate import regression_lines
     from perfdiff.report.json_report import render_json
     from perfdiff.report.markdown import render_markdown
@@ -193,9 +206,11 @@ def run_compare(args: CompareArgs) -> int:
         from perfdiff.report.figures import ensure_plotting
 
         ensure_plotting()
-    comparison, sides = compare_paths(args.normal, args.abnormal, options,
-                                      (args.label_normal, args.label_abnormal),
-                                      cycle_range=args.cycle_range, steps=args.steps)
+    with rank_progress() as progress:
+        comparison, sides = compare_paths(args.normal, args.abnormal, options,
+                                          (args.label_normal, args.label_abnormal),
+                                          cycle_range=args.cycle_range, steps=args.steps,
+                                          scheduler=args.scheduler, progress=progress)
     output, output_format = args.output, args.output_format
     figures_dir = figures_folder(args.plots, output)
     figures = _figures(comparison, sides, figures_dir, output_format)
@@ -208,22 +223,23 @@ def run_compare(args: CompareArgs) -> int:
                  figure_links(figures, figures_dir, output.parent if output else Path()))
         text = render_markdown(comparison, max_rows=args.rows or None, figures=links)
     inputs = (args.normal, args.abnormal)
-    if output is not None:
-        write_atomic(output, text, inputs=inputs, what="the report")
-    elif output_format is ReportFormat.markdown and sys.stdout.isatty():
+    files = [] if output is None else [output_file(output, text, "the report")]
+    if figures_dir is not None:  # the report and its figures land together or not at all
+        from perfdiff.report.figures import figure_files
+
+        files += figure_files(figures, figures_dir)
+    written = write_together(files, inputs=inputs)
+    if output is None and output_format is ReportFormat.markdown and sys.stdout.isatty():
         from rich.console import Console  # a file or a pipe never needs rich
 
         from perfdiff.report.terminal import render_terminal
 
         render_terminal(comparison, Console())
-    else:
+    elif output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
-    if figures_dir is not None:
-        from perfdiff.report.figures import write_figures
-
-        for written in write_figures(figures, figures_dir, inputs=inputs):
-            print(f"perfdiff: wrote {written.png} and {written.svg.name}", file=sys.stderr)
+    for png in written[1 if output is not None else 0::2]:
+        print(f"perfdiff: wrote {png} and {png.with_suffix('.svg').name}", file=sys.stderr)
     if args.fail_on_regression is not None:
         found = regression_lines(find_regressions(comparison, args.fail_on_regression))
         if found:

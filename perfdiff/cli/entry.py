@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from perfdiff.cli.bare_options import expand_bare_options
 from perfdiff.cli.compare_run import OPTIONS as COMPARE_OPTIONS
+from perfdiff.cli.option_limits import check_numeric_options
 from perfdiff.errors import PerfdiffError, exit_code_for
 from perfdiff.inputs import require_input
 
@@ -34,16 +35,19 @@ VALUE_OPTIONS: dict[str, frozenset[str]] = {
                         "--spread-factor", "--target", "-o"}),
     "merge": frozenset({"--output", "-o"}),
     "import": frozenset({"--cycle-range", "--output", "-o"}),
+    "ranks": frozenset({"--alpha", "--cycle-range", "--format", "--gpu-cv-pct", "--output",
+                        "--scheduler", "--threshold", "--top", "-o"}),
 }
 FLAG_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset(n for n, spec in COMPARE_OPTIONS.items() if spec.kind == "flag"),
     "kernels": frozenset({"--all", "--include-warmup", "--markdown", "--plain"}),
     "bench": frozenset({"--force", "--plain"}),
-    "merge": frozenset({"--force", "--no-force"}),
-    "import": frozenset(),
+    "merge": frozenset({"--force", "--no-force", "--shards"}),
+    "import": frozenset({"--shards"}),
+    "ranks": frozenset(),
 }
 # LatencyPrism '*_perf_data' folders (compare) and folders of per-rank torch.profiler traces
-FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import"})
+FOLDERS_OK = frozenset({"compare", "kernels", "merge", "import", "ranks"})
 
 
 def input_arguments(argv: list[str]) -> list[str] | None:
@@ -85,6 +89,7 @@ def main() -> None:
     argv = sys.argv[1:]
     inputs = input_arguments(argv)
     try:
+        check_numeric_options(argv)
         for path in inputs or ():
             require_input(path, folder_ok=argv[0] in FOLDERS_OK)
     except PerfdiffError as exc:

@@ -34,6 +34,9 @@ def import_trace(
         "(record_function) or gpu_user_annotation ranges whose whole name matches REGEX "
         "instead of ProfilerStep#N; for an Nsight Systems export, the NVTX ranges whose whole "
         "text matches REGEX.")] = None,
+    shards: Annotated[bool, typer.Option(
+        "--shards", help="Write OUTPUT as a sharded run: a folder with one Parquet shard per "
+        "rank, read rank by rank by compare and ranks (needs perfdiff[dask]).")] = False,
 ) -> None:
     """Convert torch.profiler (Kineto) traces into one perfdiff run file."""
     from perfdiff.inputs import require_input
@@ -46,6 +49,10 @@ def import_trace(
 
     if len(traces) == 1 and is_nsys_input(traces[0]):  # one export holds all its processes
         run_file = read_nsys(traces[0], cycle_range=cycle_range)
+    elif any(is_nsys_input(path) for path in traces):
+        raise InputError(f"{len(traces)} inputs given with an Nsight Systems export among them; "
+                         "import one export at a time (it holds all its processes), then "
+                         "join exports with `perfdiff merge A.json.gz B.json.gz -o AB.json.gz`")
     else:
         for path in traces:
             if not is_torch_profiler_input(path):
@@ -55,7 +62,12 @@ def import_trace(
                                  "sqlite` file")
         run_file = read_torch_profiler(traces, cycle_range=cycle_range)
     run_file = replace(run_file, created_unix_s=round(time.time(), 3))
-    written = save_run_file(run_file, output, inputs=traces)
+    if shards:
+        from perfdiff.schema.shards import write_shards
+
+        written = write_shards(run_file, output, inputs=tuple(traces))
+    else:
+        written = save_run_file(run_file, output, inputs=traces)
     kernels = sum(int(r.kernels.name_id.size) for r in run_file.runs)
     cycles = sum(int(r.cycles.index.size) for r in run_file.runs)
     ranks = [r.rank for r in run_file.runs if r.rank is not None]

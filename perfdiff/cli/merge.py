@@ -22,12 +22,18 @@ _ForceOpt = typer.Option(help="Merge even what is not one experiment: the same f
                          "different workloads, parameters, GPU models or drivers.")
 
 
+_ShardsOpt = typer.Option("--shards", help="Write OUTPUT as a sharded run: a folder with "
+                          "one Parquet shard per process (rank), read rank by rank by compare "
+                          "and ranks (needs perfdiff[dask]).")
+
+
 @app.command()
 def merge(
     inputs: Annotated[list[Path], _InputsArg],
     *,
     output: Annotated[Path, _OutputOpt],
     force: Annotated[bool, _ForceOpt] = False,
+    shards: Annotated[bool, _ShardsOpt] = False,
 ) -> None:
     """Merge run files (ranks of one job, or repeated runs) into one run file."""
     from perfdiff.inputs import require_input
@@ -43,7 +49,12 @@ def merge(
         check_distinct_inputs(inputs)
     files = [load_input(p) for p in inputs]
     merged = merge_run_files(files, [str(p) for p in inputs], force=force)
-    path = save_run_file(merged, output, inputs=inputs)
+    if shards:
+        from perfdiff.schema.shards import write_shards
+
+        path = write_shards(merged, output, inputs=tuple(inputs))
+    else:
+        path = save_run_file(merged, output, inputs=inputs)
     ranks = sorted({r.rank for r in merged.runs if r.rank is not None})
     devices = sorted({int(d) for r in merged.runs for d in set(r.kernels.device.tolist())})
     state = "" if merged.status.state == "complete" else f" [INCOMPLETE: {merged.status.reason}]"

@@ -21,17 +21,23 @@ from perfdiff.schema.model import RunFile
 # Parameters that describe how a recording was made, not what was measured: they may differ
 # between replicates of one experiment (an RNG seed included: replicates with their own seeds
 # are how independent runs are made; a torch.profiler trace's file and rank differ between the
-# ranks of one job).
+# ranks of one job; an nsys export's process ids differ between runs of one program).
 PROVENANCE_PARAMS = frozenset({"collect_command", "cycles", "warmup", "runs", "exit_codes",
-                               "seed", "source_files", "ranks"})
+                               "seed", "source_files", "ranks", "processes"})
 FORCE = "merge only recordings of one experiment, or pass --force"
 
 
 def _digest(path: Path) -> str:
+    """The content's digest; a folder (per-rank traces, a sharded run): its files' names and
+    contents, in name order (opening the folder itself raised IsADirectoryError: exit 70)."""
     sha = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            sha.update(block)
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            sha.update(file.relative_to(path).as_posix().encode("utf-8") + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(block)
     return sha.hexdigest()
 
 

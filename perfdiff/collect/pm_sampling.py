@@ -62,6 +62,13 @@ SAMPLE_RECORD_BYTES = 13_500
 # 20-160 ms). So samples stay in the hardware buffer and are decoded when sampling stops;
 # while the run goes on, the drain thread decodes only once the buffer is this full.
 DECODE_AT_FILL = 0.8
+# ... and at the latest once the backlog would fill this share of the largest image. Why: the
+# buffer threshold above (~127,000 samples) exceeds what one image holds (~120,000 under
+# MAX_IMAGE_BYTES), so the first decode while a program ran filled its image and the decode
+# right after it answered ERROR_OUT_OF_MEMORY: every user program longer than ~2.5 s of
+# sampling lost its PM values from there on (issue 28; H100 2026-11-28, GPT-2 generate: 19.5 %
+# coverage; scripts/gpu/pm_long_probe.py).
+DECODE_AT_IMAGE_SHARE = 0.5
 DRAIN_PERIOD_S = 0.05  # how often the drain thread checks the backlog
 IMAGE_MARGIN = 1.25  # an image holds the estimated backlog times this, plus IMAGE_MIN_SAMPLES
 IMAGE_MIN_SAMPLES = 2_000
@@ -239,7 +246,7 @@ class PmSampler:
         its image fills, and the rest of what it read is lost (one 82 ms hole per such
         decode on the H100 with a 40 % threshold: bench/README.md issue 13).
         """
-        threshold = max(1, int(DECODE_AT_FILL * self._buffer_bytes / SAMPLE_RECORD_BYTES))
+        threshold = self._drain_threshold()
         while not self._stop_drain.wait(DRAIN_PERIOD_S):
             if self._backlog() < threshold:
                 continue
@@ -248,6 +255,14 @@ class PmSampler:
             except Exception as exc:
                 self._drain_error = exc
                 return
+
+    def _drain_threshold(self) -> int:
+        """Backlog (samples) at which the drain decodes while the program runs: 80 % of the
+        hardware buffer, but never more than DECODE_AT_IMAGE_SHARE of the largest image."""
+        with self._lock:
+            image_samples = self._max_image_samples()
+        return max(1, min(int(DECODE_AT_FILL * self._buffer_bytes / SAMPLE_RECORD_BYTES),
+                          int(DECODE_AT_IMAGE_SHARE * image_samples)))
 
     def _backlog(self) -> int:
         """Samples not decoded yet, estimated from the trace clock."""
@@ -354,18 +369,23 @@ class PmSampler:
                 # 12 s user program): what is still in the hardware buffer may decode now
                 self._decode_available()
             except Exception as exc:
-                if self._drain_error is None:
+                # What was decoded before is kept: a failed last decode once threw away every
+                # sample of an 8 s run (239,192 decoded; H100, scripts/gpu/pm_long_probe.py).
+                if not self._images:
                     raise
-                self.warnings.append(f"PM decode at stop failed too ({type(exc).__name__}: "
-                                     f"{exc})")
+                word = "too" if self._drain_error is not None else "(earlier samples kept)"
+                self.warnings.append(f"PM decode at stop failed {word} ({type(exc).__name__}: "
+                                     f"{exc}) [{self.describe()}]; raise --sample-interval-ns "
+                                     "for a program this long (the coverage warning says what "
+                                     "is missing)")
             ends, values = self._evaluate()
         finally:
             self._collector.disable()
         if self._drain_error is not None:
             self.warnings.append(
                 f"PM decoding failed while the program ran ({type(self._drain_error).__name__}: "
-                f"{self._drain_error}); samples between that point and the end of sampling may "
-                "be missing (the coverage warning says how many)"
+                f"{self._drain_error}) [{self.describe()}]; samples between that point and the "
+                "end of sampling may be missing (the coverage warning says how many)"
             )
         if self._overflowed:
             self.warnings.append(
@@ -387,6 +407,18 @@ class PmSampler:
             )
             for i, metric in enumerate(self.metrics)
         ]
+
+    def describe(self) -> str:
+        """Where the sampler stood, for a failure's warning: how many decodes and samples,
+        the backlog still in the hardware buffer and the last image asked for. Why: the
+        ERROR_OUT_OF_MEMORY seen at stop in long user programs (issue 28) said nothing about
+        which of these had grown."""
+        decoded = sum(entry[3] for entry in self.decode_log)
+        last = self.decode_log[-1][2] if self.decode_log else 0
+        span_s = (int(self._clock_ns()) - self._start_ns) / 1e9 if self._start_ns else 0.0
+        return (f"{span_s:.1f} s of sampling, {len(self.decode_log)} decode(s) of "
+                f"{decoded} samples, ~{self._backlog()} samples not decoded, last image "
+                f"{last} samples, images kept {len(self._images)}")
 
     def _evaluate(self) -> tuple[Any, Any]:
         """Sample end timestamps and (n_samples, n_metrics) values, time-sorted."""

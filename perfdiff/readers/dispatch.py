@@ -29,6 +29,7 @@ from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.loaded import IMPORTED_KIND, LATENCYPRISM_KIND, RUN_FILE_KIND, LoadedInput
 from perfdiff.schema.model import RunFile
+from perfdiff.schema.shards import is_sharded_run, load_sharded_run
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,12 @@ def _read_run_file(path: Path, options: ReadOptions) -> LoadedInput:
     return LoadedInput(str(path), RUN_FILE_KIND, run_file=load_run_file(path))
 
 
+def _read_sharded(path: Path, options: ReadOptions) -> LoadedInput:
+    # joined whole, for the commands that need every launch at once; compare and ranks map a
+    # sharded run rank by rank instead (perfdiff.engine)
+    return LoadedInput(str(path), RUN_FILE_KIND, run_file=load_sharded_run(path))
+
+
 def _is_file(path: Path) -> bool:
     return path.is_file()
 
@@ -78,6 +85,7 @@ def _is_file(path: Path) -> bool:
 # first match wins: the run file is the fallback for any other file (its reader says, in one
 # line, why a file that is none of these cannot be read)
 INPUT_KINDS: tuple[InputKind, ...] = (
+    InputKind("sharded run", is_sharded_run, _read_sharded),
     InputKind("torch.profiler trace", is_torch_profiler_input, _read_trace, cuts_cycles=True),
     InputKind("Nsight Systems export", is_nsys_input, _read_nsys, cuts_cycles=True),
     InputKind("LatencyPrism folder", is_latencyprism_input, _read_latencyprism),

@@ -143,6 +143,16 @@ def _one_line(exc: BaseException) -> str:
 
 
 FIX = "the export is damaged or was edited; export the LatencyPrism folder again"
+BETA_AGREEMENT = 2.0  # how far beta_pct may stray from 100 x duration / anchor_dur_us
+BETA_SLACK_PP = 5.0  # ... plus this many points (tiny functions: rounding of short durations)
+# The largest mu_pct a metric can read, by metric name (the names LatencyPrism writes; the
+# percentages read 0-100, the SM fractions 0-1; tests/readers/test_latencyprism_sense.py checks
+# these names against the five real incidents). Others (clocks, bytes, link traffic, a
+# process's CPU use over several cores) have no upper bound here.
+LP_METRIC_HIGH: dict[str, float] = {
+    "gpu_usage": 100.0, "process_gpu_usage": 100.0, "host_cpu_usage": 100.0,
+    "disk_usage": 100.0, "gpu_mem_used": 100.0, "gpu_sm_util": 1.0, "gpu_sm_occupancy": 1.0,
+}
 
 
 def _check_sense(conv: dict[str, pd.Series], raw: pd.DataFrame, source: str) -> None:
@@ -170,6 +180,27 @@ def _check_sense(conv: dict[str, pd.Series], raw: pd.DataFrame, source: str) -> 
     )
     for bad, column, what in checks:
         _refuse_first(bad.to_numpy(), raw, column, what, source)
+    # beta is the function's time over its cycle's, in % (summed over threads): in the five
+    # real incidents beta / (100 x duration / anchor_dur_us) lies in 0.80-1.31; a beta of
+    # 1e300 (printed as "beta = 5e298") cannot come from any duration
+    with np.errstate(divide="ignore", invalid="ignore"):
+        expected = 100.0 * duration / anchor
+    far = ((cycle_share_pct > BETA_AGREEMENT * expected + BETA_SLACK_PP)
+           | (cycle_share_pct < expected / BETA_AGREEMENT - BETA_SLACK_PP))
+    _refuse_first(far.to_numpy(), raw, "beta_pct", "disagrees with the row's duration / "
+                  "anchor_dur_us (more than 2x and 5 points apart)", source)
+    _refuse_first((metric_pct < 0).to_numpy(), raw, "mu_pct", "is negative (a usage, clock, "
+                  "byte count or bandwidth never is)", source)
+    names = raw["metric_name"].astype(str) if "metric_name" in raw.columns else None
+    if names is not None:
+        for metric, high in LP_METRIC_HIGH.items():
+            over = ((names == metric) & (metric_pct > high)).to_numpy()
+            _refuse_first(over, raw, "mu_pct", f"is above {high:g}, the most {metric} can "
+                          "read", source)
+    if "cycle_start_ts" in raw.columns:
+        stamps = pd.to_numeric(raw["cycle_start_ts"], errors="coerce")
+        _refuse_first((stamps < 0).to_numpy(), raw, "cycle_start_ts", "is a negative clock "
+                      "reading", source)
     cycles = pd.DataFrame({"pid": conv["pid"], "cycle": conv["cycle"], "anchor": anchor})
     run_us = cycles.drop_duplicates(["pid", "cycle"]).groupby("pid")["anchor"].sum()
     beyond = (duration > conv["pid"].map(run_us)).to_numpy()

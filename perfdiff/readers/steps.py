@@ -74,9 +74,9 @@ def _select_run_file(run_file: RunFile, steps: StepRange, source: str) -> RunFil
     kept = [n for _, n, _ in runs]
     if not any(kept):
         raise _nothing_left(source, steps, [total for _, _, total in runs])
-    note = (f"--steps {steps}: compared {min(kept)}"
-            + (f"-{max(kept)}" if max(kept) != min(kept) else "")
-            + f" of {max(total for _, _, total in runs)} measured cycles per run")
+    note = (f"compared {min(kept)}" + (f"-{max(kept)}" if max(kept) != min(kept) else "")
+            + f" of {max(total for _, _, total in runs)} measured cycles per run "
+            f"(--steps {steps})")
     collection = replace(run_file.collection,
                          warnings=(*run_file.collection.warnings, note))
     return replace(run_file, runs=tuple(run for run, _, _ in runs), collection=collection)

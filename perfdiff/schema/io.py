@@ -12,7 +12,6 @@ import gzip
 import json
 import math
 import os
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from pathlib import Path
@@ -22,6 +21,7 @@ import numpy as np
 
 from perfdiff.errors import InputError, SchemaVersionError
 from perfdiff.inputs import require_input
+from perfdiff.limits import read_input_bytes
 from perfdiff.output import write_atomic
 from perfdiff.schema import numeric_json
 from perfdiff.schema.model import (
@@ -65,18 +65,7 @@ def load_run_file(path: str | os.PathLike[str]) -> RunFile:
 
 def _read_json(p: Path) -> Any:
     require_input(p)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{p}: cannot be read ({exc.strerror}); check the file and its "
-                         "permissions") from exc
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = _gunzip(data)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise InputError(
-                f"{p}: gzip data is truncated or corrupt ({exc}); re-copy or re-record the file"
-            ) from exc
+    data = read_input_bytes(p, "re-copy or re-record the file")  # bounded (perfdiff.limits)
     if not data or data.isspace():  # what `not data.strip()` says, without copying the file
         raise InputError(f"{p}: file is empty; re-copy it or re-record the run")
     fast = numeric_json.loads(data)
@@ -98,22 +87,6 @@ def _read_json(p: Path) -> Any:
             f"{p}: {hint} (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "re-copy or re-record the file"
         ) from exc
-
-
-def _gunzip(data: bytes) -> bytes:
-    """``gzip.decompress``, about 15 % faster for the usual single-member file.
-
-    zlib reads the gzip wrapper itself (header, CRC and length checked); anything else (several
-    members, damage) goes to ``gzip.decompress``, whose exceptions the caller reports.
-    """
-    inflater = zlib.decompressobj(wbits=31)
-    try:
-        out = inflater.decompress(data)
-    except zlib.error:
-        return gzip.decompress(data)
-    if inflater.eof and not inflater.unused_data:
-        return out
-    return gzip.decompress(data)
 
 
 def run_file_from_dict(raw: Any, *, source: str = "<memory>") -> RunFile:

@@ -20,7 +20,23 @@ edited or written by something else):
 - metric values are finite or NaN (a missing sample), never infinite, and below
   :data:`METRIC_LIMIT` in size (no unit recorded reaches it: GPU memory in bytes is ~1e11); a
   bitmask is a whole number that fits 53 bits; metric timestamps are non-negative, in order,
-  and end no later than the records may (NVML keeps polling ~2 s after the last cycle).
+  and end no later than the records may (NVML keeps polling ~2 s after the last cycle);
+- (issue 25) a percentage (unit ``pct``: NVML utilisation, PM-sampled pct_of_peak, Kineto
+  ``hardware_counters`` named ``*pct*``) lies in 0 to :data:`PCT_HIGH` (5,000 %, 1e14 % and
+  -50 % were printed as means and ranked first);
+- (issue 25) a run's cycles (except annotation ranges a user chose with ``--cycle-range``,
+  which real traces nest) do not overlap one another by more than
+  :data:`OVERLAP_TOLERANCE_NS` and none lasts longer than :data:`CYCLE_LIMIT_NS` (overlapping
+  ``ProfilerStep``s turned "+99.8 % slower" into "-33.4 % faster"; a cycle of 10^17 ns gave a
+  cycle time of -99.99999 %);
+- (issue 25) kernels on one stream of one device run one after another: no record twice (the
+  same stream, correlation id, start and end) and no two launches overlapping by more than
+  :data:`OVERLAP_TOLERANCE_NS`. Kernels of one launch (one correlation id > 0: a CUDA graph's
+  kernels, which CUPTI and Kineto report on the stream the graph was launched into) may run
+  concurrently and are exempt; so are kernels with no correlation id (0 or negative).
+  Measured on every fixture and shared trace (bench/README.md, 2026-11-28): the largest
+  overlap of different launches is 256 ns (fixtures/kineto/kineto-train-normal, clock
+  conversion); HTA's trace_diff/test.json.gz has graph kernels overlapping by up to 13 us.
 """
 
 from __future__ import annotations
@@ -35,6 +51,11 @@ from perfdiff.schema.model import KernelTable, MetricSeries, Run, RunFile, Trans
 QUEUE_SLACK_NS = 60 * 1_000_000_000
 METRIC_LIMIT = 1e15
 BITMASK_LIMIT = 2.0**53
+PCT_HIGH = 105.0  # a percentage of a peak; a little above 100 for sampling at clock changes
+# Old Kineto writes whole microseconds: an end rounded up and the next start rounded down
+# overlap by up to 1 us; the largest overlap seen in a real recording is 256 ns.
+OVERLAP_TOLERANCE_NS = 1_000
+CYCLE_LIMIT_NS = 10**14  # 28 hours: no traced iteration lasts longer; 10^17 ns is 3 years
 FIX = "the file is damaged or was not written by perfdiff; re-record the run or re-copy the file"
 
 
@@ -55,6 +76,8 @@ def _check_run(run: Run, where: str, devices: set[int], run_file: RunFile) -> No
     if cycles.index.size != np.unique(cycles.index).size:
         raise _refuse(f"{where}.cycles:", "has the same cycle index twice")
     _check_interval(f"{where}.cycles", "cycle", cycles.start_ns, cycles.end_ns, cycles.index)
+    if not _cycles_are_user_ranges(run_file):
+        check_cycle_overlap(f"{where}.cycles", cycles.start_ns, cycles.end_ns, cycles.index)
     span = int(cycles.end_ns.max() - cycles.start_ns.min()) if cycles.index.size else 0
     last_end = int(cycles.end_ns.max()) if cycles.index.size else 0
     tables: tuple[tuple[str, KernelTable | TransferTable], ...] = (
@@ -71,6 +94,7 @@ def _check_run(run: Run, where: str, devices: set[int], run_file: RunFile) -> No
             if table.name_id.size and (table.name_id.min() < 0
                                        or table.name_id.max() >= len(run_file.strings)):
                 raise _refuse(f"{label}:", "names a kernel outside the string table")
+    check_stream_overlap(f"{where}.kernels", run.kernels)  # after the plainer faults above
     for k, metric in enumerate(run.metrics):
         label = f"{where}.metrics[{k}] ({metric.name})"
         _check_metric(label, metric, span, last_end if cycles.index.size else None)
@@ -86,6 +110,8 @@ def _check_metric(label: str, metric: MetricSeries, span: int, last_end: int | N
         if metric.unit == "bitmask":
             wrong |= ~np.isnan(values) & ((values < 0) | (values >= BITMASK_LIMIT)
                                           | (values != np.round(values)))
+        if metric.unit == "pct":
+            wrong |= (values < 0) | (values > PCT_HIGH)
     if wrong.any():
         row = int(wrong.argmax())
         raise _refuse(f"{label} row {row}:", f"value {values[row]} is not a possible "
@@ -118,6 +144,65 @@ def _check_interval(label: str, kind: str, start: np.ndarray, end: np.ndarray,
         name = f"{kind} {index[row]}" if index is not None else kind
         raise _refuse(f"{label} row {row}:", f"{name} ends before it starts (end {end[row]} < "
                       f"start {start[row]} ns)")
+
+
+def _cycles_are_user_ranges(run_file: RunFile) -> bool:
+    """Cycles a user chose as a trace's annotation ranges (``import --cycle-range NAME``) may
+    overlap: the same range on two threads, or nested (HTA's critical_path/alexnet trace has
+    two forward ranges 36 ms into each other). ProfilerStep#N, perfdiff's own cycle marks and
+    detected periods never do."""
+    params = run_file.workload.params
+    return run_file.workload.name == "torch.profiler trace" and \
+        params.get("cycles_from", "ProfilerStep#N") != "ProfilerStep#N"
+
+
+def check_cycle_overlap(label: str, start: np.ndarray, end: np.ndarray,
+                        index: np.ndarray) -> None:
+    """Cycles of one run follow one another; none lasts longer than :data:`CYCLE_LIMIT_NS`."""
+    if not start.size:
+        return
+    long = (end - start) > CYCLE_LIMIT_NS
+    if long.any():
+        row = int(long.argmax())
+        raise _refuse(f"{label} row {row}:", f"cycle {index[row]} lasts {end[row] - start[row]} "
+                      f"ns, more than {CYCLE_LIMIT_NS:.0e} ns (28 hours)")
+    order = np.argsort(start, kind="stable")
+    ends = np.maximum.accumulate(end[order])
+    overlap = ends[:-1] - start[order][1:]
+    if overlap.size and overlap.max() > OVERLAP_TOLERANCE_NS:
+        row = int(order[int(overlap.argmax()) + 1])
+        raise _refuse(f"{label} row {row}:", f"cycle {index[row]} starts {int(overlap.max())} ns "
+                      "before an earlier cycle ends (cycles of one run cannot overlap)")
+
+
+def check_stream_overlap(label: str, table: KernelTable) -> None:
+    """Kernels of different launches on one stream do not overlap (see the module docstring).
+
+    Consecutive kernels (by start, per stream) are compared: when two launches overlap, some
+    consecutive pair does. One stable sort of all kernels (0.1 s per million)."""
+    start = table.start_ns
+    if start.size < 2:
+        return
+    order = np.lexsort((start, table.stream, table.device))
+    s, e = start[order], table.end_ns[order]
+    dev, stream, corr = table.device[order], table.stream[order], table.correlation_id[order]
+    same_stream = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
+    overlap = np.where(same_stream, e[:-1] - s[1:], 0)
+    twice = same_stream & (s[1:] == s[:-1]) & (e[1:] == e[:-1]) & (corr[1:] == corr[:-1]) \
+        & (table.name_id[order][1:] == table.name_id[order][:-1])
+    if twice.any():
+        row = int(order[int(twice.argmax()) + 1])
+        raise _refuse(f"{label} row {row}:", "is the same kernel record as another (same "
+                      "stream, correlation id, start and end): the records were duplicated")
+    one_launch = (corr[1:] == corr[:-1]) & (corr[1:] > 0)
+    beyond = (overlap > OVERLAP_TOLERANCE_NS) & ~one_launch
+    if beyond.any():
+        at = int(beyond.argmax())
+        row = int(order[at + 1])
+        raise _refuse(f"{label} row {row}:", f"starts {int(overlap[at])} ns before the previous "
+                      f"kernel on device {dev[at + 1]} stream {stream[at + 1]} ends (kernels "
+                      "of one stream run one after another; tolerance "
+                      f"{OVERLAP_TOLERANCE_NS} ns)")
 
 
 def _check_cycles(label: str, cycle: np.ndarray, indexes: np.ndarray) -> None:
@@ -153,4 +238,4 @@ def _check_devices(label: str, device: np.ndarray, devices: set[int]) -> None:
                       f"environment does not list (devices {sorted(devices)})")
 
 
-__all__ = ["check_run_file"]
+__all__ = ["check_cycle_overlap", "check_run_file", "check_stream_overlap"]

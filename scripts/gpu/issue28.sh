@@ -2,7 +2,8 @@
 # Issue 28 on the lent GPU: fixtures for issue 23, torch.profiler traces, the CUDA-graph probe,
 # and bare vs `perfdiff collect` processes alternated (bench/record_truth/ programs).
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
-#   steps: install fixtures traces probe rounds  (ROUNDS=3 rounds of bare/recorded pairs)
+#   steps: install fixtures traces probe rounds graphfix gputest pmlong pmprobe overhead pack
+#   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into at most two tars, then $W removed)
 # Every file lands in $OUT/w/ and is packed into $OUT/all.tar at the end (the device tool
 # brings back at most 8 files), so run the steps under `timeout` and pack after.
 set -uo pipefail
@@ -45,8 +46,8 @@ step_fixtures() {  # round 0: its recorded processes are the issue-23 fixtures
 step_traces() {
   run timeout 120 "$PY" $RT/timm_train.py --precision bf16 --steps 11 --trace "$W/traces/timm-vit-bf16.pt.trace.json.gz"
   run timeout 120 "$PY" $RT/timm_train.py --precision fp32 --steps 11 --trace "$W/traces/timm-vit-fp32.pt.trace.json.gz"
-  run timeout 150 "$PY" $RT/gpt2_generate.py --attn eager --steps 7 --active 2 --trace "$W/traces/gpt2-generate-eager.pt.trace.json.gz"
-  run timeout 150 "$PY" $RT/gpt2_generate.py --attn sdpa --steps 7 --active 2 --trace "$W/traces/gpt2-generate-sdpa.pt.trace.json.gz"
+  run timeout 150 "$PY" $RT/gpt2_generate.py --attn eager --steps 6 --active 1 --trace "$W/traces/gpt2-generate-eager.pt.trace.json.gz"
+  run timeout 150 "$PY" $RT/gpt2_generate.py --attn sdpa --steps 6 --active 1 --trace "$W/traces/gpt2-generate-sdpa.pt.trace.json.gz"
   run timeout 120 "$PY" $RT/cuda_graph_mlp.py --dtype bf16 --steps 13 --trace "$W/traces/graph-bf16.pt.trace.json.gz"
   run timeout 120 "$PY" $RT/cuda_graph_mlp.py --dtype fp32 --steps 13 --trace "$W/traces/graph-fp32.pt.trace.json.gz"
   ls -la "$W/traces" | tee -a "$LOG"
@@ -54,8 +55,46 @@ step_traces() {
 
 step_probe() {
   run timeout 90 "$PY" scripts/gpu/graph_probe.py --when after --intake raw
+  [ -n "${PROBE_ALL:-}" ] || return 0
   run timeout 90 "$PY" scripts/gpu/graph_probe.py --when before --intake raw
   run timeout 90 "$PY" scripts/gpu/graph_probe.py --when after --intake objects
+}
+
+step_graphfix() {  # the CUDA-graph programs recorded by the fixed collector
+  recorded graph-bf16 "$W/rounds/graph-bf16-fixed.json.gz"
+  recorded graph-fp32 "$W/rounds/graph-fp32-fixed.json.gz"
+}
+
+step_gputest() {  # the record-for-record test (raw decode vs cupti-python's objects)
+  run timeout 200 "$PY" -m pytest -q -m gpu tests/gpu/test_raw_intake_gpu.py -p no:cacheprovider
+}
+
+step_pmlong() {  # the configuration whose PM sampling failed at stop (issue 28)
+  run timeout 200 "${PD[@]}" collect --cycle-function transformers.generation.utils:GenerationMixin.generate \
+    -o "$W/rounds/gpt2-sdpa-function.json.gz" -- "$PY" $RT/gpt2_generate.py --attn sdpa --steps 30
+}
+
+step_pmprobe() {  # the drain threshold before the fix (image share 2.0), then as fixed
+  run timeout 90 "$PY" scripts/gpu/pm_long_probe.py --seconds 8 --image-share 2.0
+  run timeout 90 "$PY" scripts/gpu/pm_long_probe.py --seconds 8
+  run timeout 120 "$PY" scripts/gpu/pm_long_probe.py --seconds 20
+}
+
+step_overhead() {  # gpt-infer in-process alternation (bench/README.md "Collection overhead")
+  PAIRS=${PAIRS:-10} MODES=${MODES:-perfdiff} OUT="$OUT" bash scripts/gpu_check.sh overhead_alt \
+    >>"$LOG" 2>&1
+  cp "$OUT/overhead_alt.json" "$W/" 2>/dev/null
+  grep -E "median|pooled|overhead" "$OUT/gpu_check.log" | tail -8 | tee -a "$LOG"
+}
+
+step_timmlong() {  # (a) long enough for PM to be decoded while the program runs
+  TIMM_STEPS=150 recorded timm-bf16 "$W/rounds/timm-bf16-long.json.gz"
+}
+
+step_pack() {
+  (cd "$W" && tar cf "$OUT/traces.tar" traces && tar cf "$OUT/rest.tar" --exclude traces .)
+  rm -rf "$W"
+  ls -la "$OUT"
 }
 
 step_rounds() {  # bare and recorded alternated, order flipped every round

@@ -85,3 +85,22 @@ def test_cycles_found_by_themselves_start_everything_at_once(
         collector: ChildCollector) -> None:
     collector._start_samplers()  # what found_cycles.py calls, with no warm-up to know of
     assert events == ["marks", "start nvml", "start pm"]
+
+
+def test_a_program_that_never_initialises_cuda_through_torch_is_told_why_no_samples(
+        collector: ChildCollector, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Triton/CuPy-only program: no marks, no NVML, no PM, and one line saying why."""
+    monkeypatch.delitem(sys.modules, "torch")
+    collector.recorder.begin_cycle("step", False)
+    collector.recorder.end_cycle()
+    collector.stop_samplers()
+    assert events == []
+    assert any("did not run" in w and "PM sampling and NVML" in w for w in collector.warnings)
+
+
+def test_pm_not_reached_because_no_measured_cycle_is_said(collector: ChildCollector) -> None:
+    collector.recorder.begin_cycle("step", False)  # a warm-up cycle only
+    collector.recorder.end_cycle()
+    collector.stop_samplers()
+    assert "start pm" not in events
+    assert any(w.startswith("PM sampling did not run") for w in collector.warnings)

@@ -136,3 +136,16 @@ def test_a_backlog_past_the_image_cap_is_decoded_in_several_capped_images(
     capacities = [entry[2] for entry in sampler.decode_log]
     assert capacities and max(capacities) <= 50_000
     assert 0 < sum(count for _, count in sampler._images) <= 300_000
+
+
+def test_the_drain_decodes_before_the_backlog_outgrows_one_image(monkeypatch: Any) -> None:
+    """The buffer threshold (~127,000 samples) once exceeded the largest image (~120,000):
+    the first decode while a program ran filled its image and the next answered
+    ERROR_OUT_OF_MEMORY (H100, 2026-11-28). The drain now starts at half an image."""
+    sampler = _sampler(FakeCupti())
+    buffer_threshold = int(pm_sampling.DECODE_AT_FILL * pm_sampling.HARDWARE_BUFFER_BYTES
+                           / pm_sampling.SAMPLE_RECORD_BYTES)
+    assert sampler._drain_threshold() == buffer_threshold  # one-byte slots: images are huge
+    monkeypatch.setattr(pm_sampling, "MAX_IMAGE_BYTES", 50_000)
+    sampler = _sampler(FakeCupti())
+    assert sampler._drain_threshold() == int(pm_sampling.DECODE_AT_IMAGE_SHARE * 50_000)

@@ -277,6 +277,39 @@ def test_odd_characters_in_the_path(tmp_path: Path) -> None:
     assert read_nsys(odd).runs[0].kernels.name_id.size == 1312
 
 
+def _with_synthetic_metric(src: Path, dst: Path, level: int) -> None:
+    """SYNTHETIC GPU_METRICS rows (10 us apart, ``level`` + a 7-step pattern) over the
+    export's kernels: the tables nsys writes, filled by us (see the test below)."""
+    shutil.copyfile(src, dst)
+    with sqlite3.connect(dst) as db:
+        first, last = db.execute(
+            "SELECT MIN(start), MAX(end) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+        db.execute("CREATE TABLE TARGET_INFO_GPU_METRICS (typeId INTEGER, sourceId INTEGER, "
+                   "typeName TEXT, metricId INTEGER, metricName TEXT)")
+        db.execute("INSERT INTO TARGET_INFO_GPU_METRICS VALUES (256, 0, 'GPU 0', 1, "
+                   "'SMs Active [Throughput %]')")
+        db.execute("CREATE TABLE GPU_METRICS (timestamp INTEGER, typeId INTEGER, "
+                   "metricId INTEGER, value INTEGER)")
+        db.executemany("INSERT INTO GPU_METRICS VALUES (?, 256, 1, ?)",
+                       [(t, level + (t // 10_000) % 7) for t in range(first, last, 10_000)])
+
+
+def test_gpu_metric_is_a_mu_column(run_cli: Runner, tmp_path: Path) -> None:
+    """With (synthetic) GPU metric samples, the report's rows carry the metric by its nsys
+    name, μ on both sides, and the key finding lists its move."""
+    normal, abnormal = tmp_path / "n.sqlite", tmp_path / "a.sqlite"
+    _with_synthetic_metric(GAUSS[3], normal, 50)
+    _with_synthetic_metric(GAUSS[2], abnormal, 80)
+    out = tmp_path / "cmp.json"
+    code, _, err = run_cli("compare", str(normal), str(abnormal), "--format", "json",
+                           "-o", str(out))
+    assert code == 0, err
+    comparison = json.loads(out.read_text())["comparison"]
+    row = comparison["rows"][0]
+    assert row["function"].startswith("Fan2(") and row["metric"] == "SMs Active [Throughput %]"
+    assert 50 <= row["mu_normal"] <= 57 and 80 <= row["mu_abnormal"] <= 87
+
+
 def test_gpu_metric_arithmetic_on_synthetic_rows(tmp_path: Path) -> None:
     """SYNTHETIC rows (no public export recorded with --gpu-metrics-devices was found, see
     bench/README.md), in the two tables' documented columns, added to a real export to check
@@ -310,3 +343,42 @@ def test_gpu_metric_arithmetic_on_synthetic_rows(tmp_path: Path) -> None:
     assert series.timestamps_ns.tolist() == stamps[1:]
     assert series.values[:2].tolist() == [10.0, 20.0] and np.isnan(series.values[2])
     assert series.values[3:].tolist() == [40.0, 50.0]
+
+
+def test_every_command_takes_an_export(run_cli: Runner, tmp_path: Path) -> None:
+    """kernels, merge, bench, import and compare, each given nsys exports."""
+    code, out, err = run_cli("kernels", str(GAUSS[2]), "--by", "name")
+    assert code == 0 and "Fan2" in out, err
+    code, out, err = run_cli("bench", str(GAUSS[3]))
+    assert code == 0 and "detected period" in out, err
+    imported = tmp_path / "r2.json.gz"
+    code, _, err = run_cli("import", str(SAXPY), "--cycle-range", "saxpy", "-o", str(imported))
+    assert code == 0, err
+    merged = tmp_path / "optimised.json.gz"
+    code, _, err = run_cli("merge", str(GAUSS[3]), str(GAUSS[5]), "-o", str(merged))
+    assert code == 0, err  # two runs of one program: their process ids may differ
+    out_json = tmp_path / "cmp.json"
+    code, _, err = run_cli("compare", str(merged), str(GAUSS[2]), "--format", "json",
+                           "-o", str(out_json))
+    assert code == 0, err
+    comparison = json.loads(out_json.read_text())["comparison"]
+    assert comparison["findings"][0]["function"].startswith("Fan2(")
+
+
+def test_import_takes_one_export_at_a_time(run_cli: Runner, tmp_path: Path) -> None:
+    code, out, err = run_cli("import", str(GAUSS[3]), str(GAUSS[5]), "-o",
+                             str(tmp_path / "x.json.gz"))
+    assert code == 3 and out == "" and len(err.strip().splitlines()) == 1
+    assert "import one export at a time" in err
+
+
+def test_rows_beyond_the_input_limit_are_refused_before_reading(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERFDIFF_MAX_INPUT_GIB", "0.0001")  # 107 KB: 1312 kernels need ~0.8 MB
+    with pytest.raises(InputError) as caught:
+        read_nsys(CLOVERLEAF)
+    message = str(caught.value)
+    assert "1,586 GPU records" in message  # 1312 kernels + 274 memcpy
+    assert "PERFDIFF_MAX_INPUT_GIB=16" in message
+    monkeypatch.setenv("PERFDIFF_MAX_INPUT_GIB", "1")
+    assert read_nsys(CLOVERLEAF).runs

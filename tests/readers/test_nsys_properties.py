@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from perfdiff.errors import PerfdiffError
@@ -43,6 +43,7 @@ def test_metric_units_of_public_names() -> None:
 
 
 @given(st.text(max_size=60))
+@example("²")  # a digit to str.isdigit, not to int()
 def test_small_parsers_never_raise(text: str) -> None:
     assert isinstance(metric_unit(text), str)
     _driver(text)
@@ -89,3 +90,27 @@ def test_mutated_export_reads_or_says_one_line(tmp_path: Path, table: str, data:
     for run in run_file.runs:  # what is read passed the sense rules: times in order
         assert (run.kernels.end_ns >= run.kernels.start_ns).all()
         assert np.isin(run.kernels.device, [d.index for d in run_file.environment.devices]).all()
+
+
+SPANS = st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**4)), min_size=1,
+                 max_size=30)
+
+
+@given(spans=SPANS, times=st.lists(st.integers(-10, 2 * 10**6), max_size=50))
+@example(spans=[(5, 0), (5, 0)], times=[5])  # two empty ranges at one time
+def test_ranges_become_disjoint_cycles_and_launches_land_inside(
+        spans: list[tuple[int, int]], times: list[int]) -> None:
+    from perfdiff.readers.nsys.activity import NO_LAUNCH
+    from perfdiff.readers.nsys.cycles import assign, range_cycles
+
+    starts = np.asarray([s for s, _ in spans], dtype=np.int64)
+    ends = starts + np.asarray([d for _, d in spans], dtype=np.int64)
+    cycles = range_cycles(starts, ends, "r", [])
+    assert (np.diff(cycles.start) > 0).all() and (cycles.start[1:] >= cycles.end[:-1]).all()
+    launch = np.asarray([*times, NO_LAUNCH], dtype=np.int64)
+    index = assign(cycles, launch)
+    assert index[-1] == -1  # a record without a launch is in no cycle
+    for t, i in zip(launch.tolist(), index.tolist(), strict=True):
+        inside = [j for j in range(cycles.start.size)
+                  if cycles.start[j] <= t < cycles.end[j]]
+        assert (inside == [i]) if i >= 0 else not inside or t == NO_LAUNCH

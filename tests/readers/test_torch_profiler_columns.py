@@ -21,7 +21,7 @@ from perfdiff.readers.torch_profiler.columns import (
     _int_value,
     _int_values,
 )
-from perfdiff.readers.torch_profiler.events import _Bad
+from perfdiff.readers.torch_profiler.events import BadTrace
 
 SCALARS = st.one_of(st.integers(-3, 2**40), st.booleans(), st.none(), st.floats(-2, 2),
                     st.text(max_size=3))
@@ -44,11 +44,11 @@ def test_int_values_is_int_value_of_each(values: list[Any]) -> None:
     try:
         expected: list[int] | None = [_int_value(v, "device", n) for v, n in zip(values, names,
                                                                                    strict=True)]
-    except _Bad:
+    except BadTrace:
         expected = None
     try:
         got: list[int] | None = _int_values(values, "device", names)
-    except _Bad:
+    except BadTrace:
         got = None
     assert got == expected
 

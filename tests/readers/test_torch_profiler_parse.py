@@ -25,9 +25,9 @@ from perfdiff.readers.torch_profiler import (
     us_text_to_ns,
     us_texts_to_ns,
 )
-from perfdiff.readers.torch_profiler.columns import _gather
-from perfdiff.readers.torch_profiler.files import _decode
-from perfdiff.readers.torch_profiler.metadata import _metadata
+from perfdiff.readers.torch_profiler.columns import gather
+from perfdiff.readers.torch_profiler.files import decode_trace
+from perfdiff.readers.torch_profiler.metadata import trace_metadata
 
 MAX_NS = 2**62
 
@@ -218,12 +218,12 @@ def test_the_pass_lets_go_of_the_file(tmp_path: Path) -> None:
     events = _steps(3) + [e for i in range(3) for e in _launched(i)]
     data = json.dumps(_trace(events, baseTimeNanoseconds="5")).encode() + b"\n"
     before = sys.getrefcount(data)
-    trace = _decode(tmp_path / "t.json", data)
-    meta = _metadata(trace)
+    trace = decode_trace(tmp_path / "t.json", data)
+    meta = trace_metadata(trace)
     raws = trace.traceEvents
     del trace
     assert sys.getrefcount(data) > before  # the slices point into it
-    gathered = _gather(raws, meta.base_ns)
+    gathered = gather(raws, meta.base_ns)
     assert raws == [] and sys.getrefcount(data) == before
     assert len(gathered.kernels.name) == 3 and meta.base_ns == 5
     with pytest.raises(InputError, match="empty"):

@@ -144,10 +144,19 @@ def test_cycle_range_selects_a_user_annotation() -> None:
     _need_shared()
     path = HTA / "critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz"
     name = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"
-    run = read_torch_profiler([path], cycle_range=name).runs[0]
-    assert run.cycles.index.tolist() == [0, 1]
-    assert run.cycles.label == (name, name)
+    # the exact name (regex characters in it read literally); its two ranges are nested (the
+    # second starts and ends inside the first), so the outer one is the one cycle
+    run_file = read_torch_profiler([path], cycle_range=name)
+    run = run_file.runs[0]
+    assert run.cycles.index.tolist() == [0]
+    assert run.cycles.label == (name,)
     assert (run.kernels.cycle >= 0).sum() > 0
+    assert any("inside another matching range" in w for w in run_file.collection.warnings)
+    assert run_file.workload.params["cycles_from"] == (
+        f"user_annotation ranges matching {name!r}")
+    # a regular expression: both forward ranges (warm-up and measure) of the model
+    forward = read_torch_profiler([path], cycle_range=r".*alex_net.*\|forward\]")
+    assert forward.runs[0].cycles.index.size == 2  # warm-up ranges nest too: outer ones kept
     with pytest.raises(InputError, match="no user_annotation or gpu_user_annotation range"):
         read_torch_profiler([path], cycle_range="no such range")
 

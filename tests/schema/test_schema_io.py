@@ -250,8 +250,9 @@ names = st.text(min_size=1, max_size=40)
 @given(
     a=names,
     b=names,
-    # any reading a metric can have (perfdiff.schema.sense refuses sizes >= 1e15)
-    mu=st.floats(min_value=-1e14, max_value=1e14, width=64) | st.just(float("nan")),
+    # any reading the metric (a percentage) can have: perfdiff.schema.sense refuses a pct
+    # outside 0-105 (issue 25) and any reading of size >= 1e15
+    mu=st.floats(min_value=0.0, max_value=105.0, width=64) | st.just(float("nan")),
 )
 def test_round_trip_any_names_and_values(a: str, b: str, mu: float) -> None:
     original = tiny_run_file(names=(a, b), mu=mu)

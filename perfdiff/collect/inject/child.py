@@ -270,6 +270,7 @@ class ChildCollector:
         if self._samplers_stopped:
             return
         self._samplers_stopped = True
+        self._say_why_not_sampled()
         if not self.samplers:
             return
         torch = sys.modules.get("torch")
@@ -292,6 +293,27 @@ class ChildCollector:
                 self.warnings.append(f"{sampler.name} failed at stop ({type(exc).__name__}: "
                                      f"{exc}){state}; its values are dropped")
             self.warnings.extend(getattr(sampler, "warnings", []))
+
+    def _say_why_not_sampled(self) -> None:
+        """One line when PM sampling or NVML was asked for but never started. Why: a Triton
+        program's run file had neither and no word why (issue 28); the samplers start once
+        torch has initialised CUDA, and PM sampling at the first measured cycle."""
+        cfg = self.config
+        if cfg.backend != "cupti":
+            return
+        wanted = [name for name, on in (("PM sampling", cfg.pm_sampling and cfg.metrics),
+                                        ("NVML", cfg.nvml)) if on]
+        if not self._samplers_tried and wanted:
+            self.warnings.append(
+                f"{' and '.join(wanted)} did not run: they start once PyTorch has initialised "
+                "CUDA in the program, and this program never did (CUDA used without torch, "
+                "e.g. through Triton, CuPy or a C extension); import torch and touch CUDA "
+                "(torch.cuda.init()) before the first cycle to have them; kernels are traced")
+        elif (self._samplers_tried and not self._pm_tried and cfg.pm_sampling
+              and cfg.metrics):
+            self.warnings.append(
+                "PM sampling did not run: it starts at the first measured cycle and the "
+                "program ended before one (raise the number of steps or lower --warmup)")
 
     # ---------------------------------------------------------------- finish
 

@@ -21,11 +21,14 @@ Mapping (docs/reference/run-file.md has the table):
   2022.4), kept in ``workload.params``.
 
 Reading is SQL on the file (read-only, immutable): only the tables and columns used are
-selected, in chunks; nothing else is loaded (bench/README.md has the numbers).
+selected, in chunks; nothing else is loaded (bench/README.md has the numbers). The rows are
+counted first and refused in one line when they would not fit the input limit
+(``PERFDIFF_MAX_INPUT_GIB``, :mod:`perfdiff.limits`).
 
 Layout: ``reader`` (entry) -> ``build`` (runs, run file) -> ``cycles`` / ``metrics`` /
-``machine`` -> ``activity`` (rows to columns) -> ``database`` (open, schema, version) ->
-``tables`` (the spellings, as data); ``rep`` converts ``.nsys-rep`` through nsys.
+``machine`` -> ``budget`` (rows counted against the limit) -> ``activity`` (rows to
+columns) -> ``database`` (open, schema, version) -> ``tables`` (the spellings, as data);
+``rep`` converts ``.nsys-rep`` through nsys.
 """
 
 from __future__ import annotations

@@ -121,7 +121,7 @@ def range_cycles(starts: IntArray, ends: IntArray, label: str,
     kept_start: list[int] = []
     kept_end: list[int] = []
     for s, e in zip(starts[order].tolist(), ends[order].tolist(), strict=True):
-        if kept_end and s < kept_end[-1]:
+        if kept_end and (s < kept_end[-1] or s == kept_start[-1]):  # inside, or a twin
             continue
         kept_start.append(s)
         kept_end.append(e)

@@ -88,14 +88,14 @@ def _system_env(export: Export) -> dict[str, str]:
 def _driver(text: str | None) -> str | None:
     """nsys writes 525.105.17 as "52510517" (major*1e5 + minor*100 + patch) on Linux and
     "591.44" on Windows; the first is spelled out, anything else kept as written."""
-    if text is not None and len(text) == 8 and text.isdigit():
+    if text is not None and len(text) == 8 and text.isascii() and text.isdigit():
         return f"{int(text[:3])}.{int(text[3:6]):02d}.{int(text[6:]):02d}"
     return text
 
 
 def _cuda(text: str | None) -> str | None:
     """CUDA versions as 1000*major + 10*minor (12040 -> "12.4")."""
-    if text is None or not text.isdigit():
+    if text is None or not (text.isascii() and text.isdigit()):  # "²".isdigit() is True
         return text
     number = int(text)
     return f"{number // 1000}.{(number % 1000) // 10}"

@@ -17,6 +17,7 @@ from perfdiff.readers.nsys.activity import (
     read_memcpy,
     read_memset,
 )
+from perfdiff.readers.nsys.budget import check_budget
 from perfdiff.readers.nsys.build import Gathered, build_run_file
 from perfdiff.readers.nsys.cycles import compile_range, nvtx_ranges
 from perfdiff.readers.nsys.database import Export, is_sqlite_file, open_export
@@ -70,6 +71,7 @@ def _read(path: Path, cycle_range: str | None, shown: Path) -> RunFile:
 
 
 def _gather(export: Export) -> Gathered:
+    check_budget(export)  # before any row is read
     kernels, memcpy, memset = read_kernels(export), read_memcpy(export), read_memset(export)
     machine = read_machine(export)
     warnings: list[str] = []

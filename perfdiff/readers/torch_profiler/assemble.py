@@ -13,7 +13,7 @@ import numpy as np
 
 from perfdiff import __version__
 from perfdiff.errors import InputError
-from perfdiff.readers.torch_profiler.convert import _RankData
+from perfdiff.readers.torch_profiler.convert import RankData
 from perfdiff.schema.model import (
     Collection,
     DeviceInfo,
@@ -30,7 +30,7 @@ SOURCE_NAME = "torch_profiler"  # Collection.sources entry that marks a converte
 WORKLOAD_NAME = "torch.profiler trace"
 
 
-def _assemble(parts: list[_RankData], sources: list[str], cycle_range: str | None) -> RunFile:
+def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:
     names: list[str] = sorted({n for part in parts for n in part.names})
     ids = {n: i for i, n in enumerate(names)}
     ranked = len(parts) > 1 and all(part.rank is not None for part in parts)
@@ -73,7 +73,7 @@ def _assemble(parts: list[_RankData], sources: list[str], cycle_range: str | Non
         "source_format": "torch.profiler (Kineto chrome trace)",
         "source_files": sources,
         "kineto_schema_version": sorted({part.schema_version for part in parts}),
-        "cycles_from": cycle_range or "ProfilerStep#N",
+        "cycles_from": "; ".join(dict.fromkeys(part.cycles_from for part in parts)),
         "ranks": rank_notes,
     }
     worlds = sorted({part.world_size for part in parts if part.world_size is not None})

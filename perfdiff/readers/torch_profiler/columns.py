@@ -17,16 +17,23 @@ import msgspec
 import numpy as np
 
 from perfdiff.readers.torch_profiler.events import (
-    _COUNTER_DECODER,
-    _EVENT_DECODER,
-    _LAUNCH_DECODER,
-    _Args,
-    _Bad,
-    _decode,
-    _Event,
-    _Launch,
-    _LaunchArgs,
-    _sort_events,
+    COUNTER_DECODER,
+    EVENT_DECODER,
+    LAUNCH_DECODER,
+    BadTrace,
+    Event,
+    EventArgs,
+    Launch,
+    LaunchArgs,
+    decode_kept,
+    sort_events,
+)
+from perfdiff.readers.torch_profiler.spellings import (
+    GRAPH_LAUNCH_NAMES,
+    KERNEL,
+    MEMCPY,
+    MEMSET,
+    STEP_OPERATOR,
 )
 from perfdiff.readers.torch_profiler.timestamps import us_text_to_ns, us_texts_to_ns
 from perfdiff.schema.model import IntArray, MetricSeries
@@ -40,7 +47,7 @@ def _int_value(value: Any, what: str, event: str) -> int:
             return int(value)
         except ValueError:
             pass
-    raise _Bad(f"GPU event {event[:60]!r}: {what} {value!r} is not an integer")
+    raise BadTrace(f"GPU event {event[:60]!r}: {what} {value!r} is not an integer")
 
 
 def _int_values(values: list[Any], what: str, names: list[str]) -> list[int]:
@@ -50,12 +57,12 @@ def _int_values(values: list[Any], what: str, names: list[str]) -> list[int]:
     return [_int_value(v, what, name) for v, name in zip(values, names, strict=True)]
 
 
-_NO_ARGS = _Args()
+_NO_ARGS = EventArgs()
 _CHUNK = 8192  # events decoded at a time: bounds the decoded events alive at once
 
 
 @dataclass
-class _Columns:
+class GpuColumns:
     """GPU activity of one kind gathered in the first pass (times still as JSON text)."""
 
     name: list[str] = field(default_factory=list)
@@ -68,12 +75,12 @@ class _Columns:
     grid: list[int] = field(default_factory=list)  # x, y, z of each row, flat
     block: list[int] = field(default_factory=list)
 
-    def add_all(self, events: list[_Event]) -> None:
+    def add_all(self, events: list[Event]) -> None:
         """Append the complete events (``ph`` "X") of a decoded list, a column at a time."""
         events = [e for e in events if e.ph == "X"]
         # a kernel name (often 200+ characters) held once
         names = [sys.intern(e.name) for e in events]
-        args = [e.args if isinstance(e.args, _Args) else _NO_ARGS for e in events]
+        args = [e.args if isinstance(e.args, EventArgs) else _NO_ARGS for e in events]
         self.name += names
         pairs = list(zip(events, args, strict=True))
         self.device += _int_values([a.device if a.device is not None else e.pid
@@ -91,7 +98,7 @@ class _Columns:
 
     def spans(self, base_ns: int) -> tuple[IntArray, IntArray]:
         """Start and end (ns) of every row; end >= start is checked here, once."""
-        start, end = _spans(self.ts, self.dur, base_ns, "GPU event")
+        start, end = spans_ns(self.ts, self.dur, base_ns, "GPU event")
         return start, end
 
 
@@ -100,15 +107,15 @@ def _nbytes(value: Any) -> int:
             and value >= 0 else 0)
 
 
-def _spans(ts: list[bytes], dur: list[bytes], base_ns: int,
+def spans_ns(ts: list[bytes], dur: list[bytes], base_ns: int,
            what: str) -> tuple[IntArray, IntArray]:
     try:
         start = us_texts_to_ns(ts) + base_ns
         duration = us_texts_to_ns(dur)
     except ValueError as exc:
-        raise _Bad(f"{what} with a bad time ({exc})") from None
+        raise BadTrace(f"{what} with a bad time ({exc})") from None
     if duration.size and int(duration.min()) < 0:
-        raise _Bad(f"a {what} ends before it starts (dur {int(duration.min())} ns)")
+        raise BadTrace(f"a {what} ends before it starts (dur {int(duration.min())} ns)")
     return start, start + duration
 
 
@@ -146,32 +153,35 @@ class _Ranges:
 class _Gathered:
     """What one pass over the events keeps, copied out of the file (no raw slice left)."""
 
-    kernels: _Columns = field(default_factory=_Columns)
-    copies: _Columns = field(default_factory=_Columns)
-    sets: _Columns = field(default_factory=_Columns)
+    kernels: GpuColumns = field(default_factory=GpuColumns)
+    copies: GpuColumns = field(default_factory=GpuColumns)
+    sets: GpuColumns = field(default_factory=GpuColumns)
     ranges: _Ranges = field(default_factory=_Ranges)
     launch_corr: list[int] = field(default_factory=list)
     launch_ts: list[bytes] = field(default_factory=list)
     cpu_pids: dict[int, int] = field(default_factory=dict)
+    graph_launches: set[int] = field(default_factory=set)  # correlations of graph launches
     profiler_ranges: int = 0
+    categories: dict[str, int] = field(default_factory=dict)
     metrics: tuple[MetricSeries, ...] = ()
     sample_interval_ns: int = 0
 
 
-def _gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
+def gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
     """The one pass over the events, then each kept kind decoded into its columns. A function
     of its own so that its last decoded event (whose raw ``ts`` holds the whole file) is gone
     when it returns; ``events`` is emptied."""
     out = _Gathered()
-    kept = _sort_events(events)
-    for cat, columns in (("kernel", out.kernels), ("gpu_memcpy", out.copies),
-                         ("gpu_memset", out.sets)):
+    kept = sort_events(events)
+    for cat, columns in ((KERNEL, out.kernels), (MEMCPY, out.copies), (MEMSET, out.sets)):
         for chunk in _chunks(kept.gpu[cat]):
-            columns.add_all(_decode(chunk, _EVENT_DECODER))
+            columns.add_all(decode_kept(chunk, EVENT_DECODER))
     for chunk in _chunks(kept.launches):
-        _add_launches(out, _decode(chunk, _LAUNCH_DECODER))
-    _add_ranges(out.ranges, _decode(kept.ranges, _EVENT_DECODER))
+        _add_launches(out, decode_kept(chunk, LAUNCH_DECODER))
+    for kind, raws in kept.ranges.items():
+        _add_ranges(out.ranges, kind, decode_kept(raws, EVENT_DECODER))
     out.profiler_ranges = kept.profiler_ranges
+    out.categories = kept.categories
     if kept.counters:
         out.metrics, out.sample_interval_ns = _counter_series(kept.counters, base_ns)
     del events[:]  # with the last raw slice gone, the file's bytes are freed
@@ -190,23 +200,28 @@ def _chunks(raws: list[msgspec.Raw]) -> Iterator[list[msgspec.Raw]]:
         yield chunk
 
 
-def _add_launches(out: _Gathered, events: list[_Launch]) -> None:
+def _add_launches(out: _Gathered, events: list[Launch]) -> None:
     """Launch events (cuda_runtime/cuda_driver, HIP's): correlation -> launch time, and which
     CPU process launched (the run's pid: the one that launched most)."""
     args = [e.args for e in events]
     with_corr = [(a.correlation, e.ts) for e, a in zip(events, args, strict=True)
-                 if isinstance(a, _LaunchArgs) and isinstance(a.correlation, int)]
+                 if isinstance(a, LaunchArgs) and isinstance(a.correlation, int)]
     out.launch_corr += [c for c, _ in with_corr]
     out.launch_ts += [bytes(ts) for _, ts in with_corr]
+    out.graph_launches.update(
+        a.correlation for e, a in zip(events, args, strict=True)
+        if e.name in GRAPH_LAUNCH_NAMES and isinstance(a, LaunchArgs)
+        and isinstance(a.correlation, int))
     # counted in C; first seen first, as the pids are met in the file
     for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
         out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n
 
 
-def _add_ranges(ranges: _Ranges, events: list[_Event]) -> None:
+def _add_ranges(ranges: _Ranges, kind: str, events: list[Event]) -> None:
+    """Complete ranges under their canonical kind (``operator``: ProfilerStep#N only)."""
     for event in events:
-        if event.ph == "X":
-            ranges.cat.append(event.cat)
+        if event.ph == "X" and (kind != STEP_OPERATOR or event.name.startswith("ProfilerStep#")):
+            ranges.cat.append(kind)
             ranges.name.append(event.name)
             ranges.ts.append(bytes(event.ts))
             ranges.dur.append(bytes(event.dur) or b"0")
@@ -219,15 +234,15 @@ def _counter_series(raws: list[msgspec.Raw],
     samples: dict[tuple[str, int], list[tuple[int, float]]] = {}
     for raw in raws:
         try:
-            event = _COUNTER_DECODER.decode(raw)
+            event = COUNTER_DECODER.decode(raw)
         except msgspec.ValidationError as exc:
-            raise _Bad(f"malformed hardware_counters sample ({exc})") from None
+            raise BadTrace(f"malformed hardware_counters sample ({exc})") from None
         if not event.args:
             continue
         try:
             when = base_ns + us_text_to_ns(event.ts)
         except ValueError as exc:
-            raise _Bad(f"hardware_counters sample: bad time ({exc})") from None
+            raise BadTrace(f"hardware_counters sample: bad time ({exc})") from None
         device = event.pid if isinstance(event.pid, int) else 0
         for metric, value in event.args.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -239,7 +254,7 @@ def _counter_series(raws: list[msgspec.Raw],
         ts = np.asarray([t for t, _ in points], dtype=np.int64)
         values = np.asarray([v for _, v in points], dtype=np.float64)
         if not np.isfinite(values).all():
-            raise _Bad(f"hardware_counters metric {metric!r} has a non-finite value")
+            raise BadTrace(f"hardware_counters metric {metric!r} has a non-finite value")
         interval = int(np.median(np.diff(ts))) if ts.size > 1 else 0
         intervals.append(interval)
         series.append(MetricSeries(name=metric, unit="pct" if "pct" in metric else "",

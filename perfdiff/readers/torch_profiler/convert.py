@@ -7,24 +7,26 @@ means; it knows nothing of files or of several ranks.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import msgspec
 import numpy as np
 
-from perfdiff.readers.torch_profiler.columns import _Columns, _gather, _spans
+from perfdiff.readers.torch_profiler.columns import GpuColumns, gather, spans_ns
 from perfdiff.readers.torch_profiler.cycles import (
-    _NO_LAUNCH,
-    STEP_PATTERN,
-    _assign,
-    _cycles,
-    _CycleSpans,
-    _detected_cycles,
-    _launch_times,
+    NO_LAUNCH,
+    CycleSpans,
+    assign_cycles,
+    cut_cycles,
+    detected_cycles,
+    has_steps,
+    launch_times,
 )
-from perfdiff.readers.torch_profiler.events import _Bad
-from perfdiff.readers.torch_profiler.metadata import _Meta
+from perfdiff.readers.torch_profiler.events import BadTrace
+from perfdiff.readers.torch_profiler.metadata import TraceMeta, device_for
+from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings
 from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
 from perfdiff.schema.model import (
     CycleTable,
@@ -37,7 +39,7 @@ from perfdiff.schema.model import (
 
 
 @dataclass
-class _RankData:
+class RankData:
     """What one trace file contributes: its run and its metadata."""
 
     run: Run
@@ -53,11 +55,12 @@ class _RankData:
     warnings: list[str] = field(default_factory=list)
     metric_names: list[str] = field(default_factory=list)
     sample_interval_ns: int = 0
+    cycles_from: str = ""
 
 
-def _convert(meta: _Meta, events: list[msgspec.Raw], cycle_range: str | None) -> _RankData:
+def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str | None) -> RankData:
     base_ns = meta.base_ns
-    gathered = _gather(events, base_ns)
+    gathered = gather(events, base_ns)
     kernels, copies, sets = gathered.kernels, gathered.copies, gathered.sets
     ranges, cpu_pids = gathered.ranges, gathered.cpu_pids
     launch_corr, launch_ts = gathered.launch_corr, gathered.launch_ts
@@ -65,62 +68,86 @@ def _convert(meta: _Meta, events: list[msgspec.Raw], cycle_range: str | None) ->
     metrics, interval = gathered.metrics, gathered.sample_interval_ns
     if not kernels.name and not copies.name and not sets.name:
         if profiler_ranges:
-            raise _Bad(f"no GPU kernels, only {profiler_ranges} cuda_profiler_range events "
+            raise BadTrace(f"no GPU kernels, only {profiler_ranges} cuda_profiler_range events "
                        "(the CUPTI range profiler's counters, without kernel records); record "
                        "with ProfilerActivity.CUDA to get kernels")
-        raise _Bad("no GPU events (kernels, memcpy, memset): a CPU-only trace; record with "
-                   "torch.profiler.ProfilerActivity.CUDA on a GPU")
+        raise BadTrace("no GPU events (no category of " + known_gpu_spellings() + "): a "
+                   "CPU-only trace, or one whose GPU events perfdiff does not know yet "
+                   f"(categories here: {_most_frequent(gathered.categories)}; written by "
+                   f"{meta.writer}); record with torch.profiler.ProfilerActivity.CUDA on a "
+                   "GPU, or report the categories above")
     gpu_spans = [cols.spans(base_ns) for cols in (kernels, copies, sets)]  # checked first
     try:
         launch_ns = us_texts_to_ns(launch_ts) + base_ns
     except ValueError as exc:
-        raise _Bad(f"launch event with a bad time ({exc})") from None
+        raise BadTrace(f"launch event with a bad time ({exc})") from None
     launches = dict(zip(launch_corr, launch_ns.tolist(), strict=True))
     names = sorted(set(kernels.name))
     warnings: list[str] = []
-    range_start, range_end = _spans(ranges.ts, ranges.dur, base_ns, "annotation range")
+    range_start, range_end = spans_ns(ranges.ts, ranges.dur, base_ns, "annotation range")
     range_rows = list(zip(ranges.cat, ranges.name, range_start.tolist(), range_end.tolist(),
                           ranges.device, strict=True))
-    if cycle_range is None and not any(STEP_PATTERN.match(name) for name in ranges.name):
-        spans, mode = _detected_cycles(kernels, names, launches, range_rows, warnings)
+    if cycle_range is None and not has_steps(range_rows):
+        # graph replays matter only here: with steps or ranges, a replay's kernels belong to
+        # the cycle that launched the graph, as any kernel does
+        replayed = _graph_replayed(kernels.correlation, gathered.graph_launches)
+        if replayed:
+            warnings.append(f"{replayed} of {len(kernels.name)} kernels were launched by "
+                            "CUDA/HIP graph replays (several kernels per launch)")
+        spans, mode = detected_cycles(kernels, names, launches, range_rows, warnings,
+                                       gpu_spans[0][0] if replayed else None)
     else:
-        spans, mode = _cycles(range_rows, cycle_range, warnings)
+        spans, mode = cut_cycles(range_rows, cycle_range, warnings)
     run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,
                      cpu_pids)
     if metrics:
         run = replace(run, metrics=metrics)
     used = sorted(set(kernels.device) | set(copies.device) | set(sets.device))
-    unknown = DeviceInfo(index=-1, name="unknown GPU", uuid="", sm_count=0, memory_bytes=0)
-    devices = [replace(meta.devices.get(d, unknown), index=d) for d in used]
+    devices = [replace(device_for(d, meta.devices, warnings), index=d) for d in used]
     run = replace(run, rank=meta.rank)
-    return _RankData(
+    return RankData(
         run=run, names=names, devices=devices, rank=meta.rank, world_size=meta.world_size,
         schema_version=meta.schema_version, driver_version=meta.driver_version,
         cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
         warnings=warnings, metric_names=sorted({m.name for m in metrics}),
-        sample_interval_ns=interval,
+        sample_interval_ns=interval, cycles_from=spans.source,
     )
 
 
-def _build_run(kernels: _Columns, copies: _Columns, sets: _Columns,
+def _most_frequent(counts: dict[str, int], shown: int = 6) -> str:
+    """The categories of a trace, most frequent first, for a one-line error."""
+    names = sorted(counts, key=lambda c: (-counts[c], c))
+    text = ", ".join(f"{n or '(none)'} x{counts[n]}" for n in names[:shown])
+    return (text + (f", {len(names) - shown} more" if len(names) > shown else "")) or "none"
+
+
+def _graph_replayed(correlation: list[int], graph_launches: set[int]) -> int:
+    """How many kernels came from graph replays: a correlation shared by several kernels
+    (one launch, many kernels), or one of a graph-launch call (spellings.GRAPH_LAUNCH_NAMES)."""
+    counts = Counter(correlation)
+    return sum(1 for c in correlation
+               if c != -1 and (counts[c] > 1 or c in graph_launches))
+
+
+def _build_run(kernels: GpuColumns, copies: GpuColumns, sets: GpuColumns,
                gpu_spans: list[tuple[IntArray, IntArray]], names: list[str],
-               spans: _CycleSpans, mode: str, launches: dict[int, int],
+               spans: CycleSpans, mode: str, launches: dict[int, int],
                warnings: list[str], cpu_pids: dict[int, int]) -> Run:
     name_ids = {name: i for i, name in enumerate(names)}
-    tables: list[tuple[_Columns, IntArray, IntArray, IntArray, IntArray]] = []
+    tables: list[tuple[GpuColumns, IntArray, IntArray, IntArray, IntArray]] = []
     unmatched_total = 0
     for cols, (start, end) in zip((kernels, copies, sets), gpu_spans, strict=True):
         devices = np.asarray(cols.device, dtype=np.int64)
-        if mode == "gpu":
+        if mode in ("gpu", "gpu-start"):
             when = start
         else:
-            when = _launch_times(cols.correlation, launches)
-            unmatched_total += int((when == _NO_LAUNCH).sum())
-        tables.append((cols, devices, start, end, _assign(spans, when, devices)))
+            when = launch_times(cols.correlation, launches)
+            unmatched_total += int((when == NO_LAUNCH).sum())
+        tables.append((cols, devices, start, end, assign_cycles(spans, when, devices)))
     total = len(kernels.name) + len(copies.name) + len(sets.name)
     if mode == "launch" and unmatched_total:
         if unmatched_total == total:
-            raise _Bad(f"none of the {total} GPU events has a matching launch (cuda_runtime/"
+            raise BadTrace(f"none of the {total} GPU events has a matching launch (cuda_runtime/"
                        "cuda_driver event with the same correlation), so no step can be "
                        "told; record with ProfilerActivity.CPU as well as CUDA")
         warnings.append(f"{unmatched_total} of {total} GPU events have no matching launch "
@@ -156,7 +183,7 @@ def _copy_kind(name: str) -> str:
     return parts[1] if len(parts) > 1 and parts[0].lower() == "memcpy" else name
 
 
-def _transfers(table: tuple[_Columns, IntArray, IntArray, IntArray, IntArray],
+def _transfers(table: tuple[GpuColumns, IntArray, IntArray, IntArray, IntArray],
                kind: Callable[[str], str]) -> TransferTable:
     cols, devices, start, end, cycle = table
     return TransferTable(

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfdiff.readers.torch_profiler.columns import _Columns
-from perfdiff.readers.torch_profiler.events import _Bad
+from perfdiff.readers.torch_profiler.columns import GpuColumns
+from perfdiff.readers.torch_profiler.events import BadTrace
+from perfdiff.readers.torch_profiler.spellings import CPU_RANGE, GPU_RANGE, STEP_OPERATOR
 from perfdiff.schema.model import IntArray
 from perfdiff.schema.periods import cycle_bounds_ns, detect_period
 
@@ -22,44 +23,84 @@ STEP_PATTERN = re.compile(r"^ProfilerStep#(\d+)$")
 
 
 @dataclass(frozen=True)
-class _CycleSpans:
+class CycleSpans:
     index: list[int]
     start: list[int]
     end: list[int]
-    label: str
+    label: str  # the cycles' kind, as the report's "cycle definition" says it
     by_gpu_time: bool  # gpu_user_annotation ranges: kernels by their own start time
     device: list[int]
+    source: str = ""  # how the cycles were cut, in words (the run file's cycles_from)
 
 
-def _cycles(ranges: list[tuple[str, str, int, int, int]], cycle_range: str | None,
-            warnings: list[str]) -> tuple[_CycleSpans, str]:
+Range = tuple[str, str, int, int, int]  # kind, name, start ns, end ns, device (or pid)
+
+
+def cut_cycles(ranges: list[Range], cycle_range: str | None,
+            warnings: list[str]) -> tuple[CycleSpans, str]:
     """The cycles (spans) and how work is assigned to them ("launch" or "gpu")."""
     if cycle_range is None:
+        return _step_cycles(ranges, warnings), "launch"
+    try:
+        pattern = re.compile(cycle_range)
+    except re.error:  # not a regular expression: the plain name only
+        pattern = re.compile(re.escape(cycle_range))
+    for kind, mode in ((CPU_RANGE, "launch"), (GPU_RANGE, "gpu")):
+        found = sorted((start, end, dev, name) for cat, name, start, end, dev in ranges
+                       if cat == kind and (name == cycle_range or pattern.fullmatch(name)))
+        if found:
+            found = _outermost(found, kind, warnings)
+            names = sorted({name for *_, name in found})
+            shown = names[0] if len(names) == 1 else f"{len(names)} names matching {cycle_range!r}"
+            return CycleSpans(list(range(len(found))), [f[0] for f in found],
+                               [f[1] for f in found], shown, mode == "gpu",
+                               [f[2] for f in found] if mode == "gpu" else [],
+                               f"{kind} ranges matching {cycle_range!r}"), mode
+    raise BadTrace(f"no user_annotation or gpu_user_annotation range whose whole name matches "
+               f"{cycle_range!r}" + _range_hint(ranges))
+
+
+def _step_cycles(ranges: list[Range], warnings: list[str]) -> CycleSpans:
+    """``ProfilerStep#N`` ranges (user annotations; torch 1.8/1.9: CPU operators)."""
+    for kind in (CPU_RANGE, STEP_OPERATOR):
         steps = sorted((int(m.group(1)), start, end) for cat, name, start, end, _ in ranges
-                       if cat == "user_annotation" and (m := STEP_PATTERN.match(name)))
-        if not steps:
-            raise _Bad("no ProfilerStep#N ranges (call prof.step() each iteration under a "
-                       "torch.profiler schedule), so there are no cycles; pass --cycle-range "
-                       "NAME to take a user_annotation/record_function range as the cycle"
-                       + _range_hint(ranges))
-        steps = _unique_steps(steps, warnings)
-        return _CycleSpans([s[0] for s in steps], [s[1] for s in steps], [s[2] for s in steps],
-                           "ProfilerStep", False, []), "launch"
-    cpu = sorted((start, end) for cat, name, start, end, _ in ranges
-                 if cat == "user_annotation" and name == cycle_range)
-    if cpu:
-        return _CycleSpans(list(range(len(cpu))), [s for s, _ in cpu], [e for _, e in cpu],
-                           cycle_range, False, []), "launch"
-    gpu = sorted((start, end, dev) for cat, name, start, end, dev in ranges
-                 if cat == "gpu_user_annotation" and name == cycle_range)
-    if gpu:
-        return _CycleSpans(list(range(len(gpu))), [g[0] for g in gpu], [g[1] for g in gpu],
-                           cycle_range, True, [g[2] for g in gpu]), "gpu"
-    raise _Bad(f"no user_annotation or gpu_user_annotation range named {cycle_range!r}"
+                       if cat == kind and (m := STEP_PATTERN.match(name)))
+        if steps:
+            steps = _unique_steps(steps, warnings)
+            return CycleSpans([s[0] for s in steps], [s[1] for s in steps],
+                               [s[2] for s in steps], "ProfilerStep", False, [],
+                               "ProfilerStep#N")
+    raise BadTrace("no ProfilerStep#N ranges (call prof.step() each iteration under a "
+               "torch.profiler schedule), so there are no cycles; pass --cycle-range "
+               "REGEX to take user_annotation/record_function ranges as the cycle"
                + _range_hint(ranges))
 
 
-def _range_hint(ranges: list[tuple[str, str, int, int, int]]) -> str:
+def has_steps(ranges: list[Range]) -> bool:
+    """Whether the trace marks its iterations with ``ProfilerStep#N``."""
+    return any(cat in (CPU_RANGE, STEP_OPERATOR) and STEP_PATTERN.match(name)
+               for cat, name, *_ in ranges)
+
+
+def _outermost(found: list[tuple[int, int, int, str]], kind: str,
+               warnings: list[str]) -> list[tuple[int, int, int, str]]:
+    """Matching ranges inside another matching range (same device) are not cycles of their
+    own: a cycle holds the work of the outer one, so keeping both would count it twice."""
+    kept: list[tuple[int, int, int, str]] = []
+    last_end: dict[int, int] = {}
+    for span in found:
+        start, end, dev, _ = span
+        if start < last_end.get(dev, start):
+            continue
+        kept.append(span)
+        last_end[dev] = end
+    if len(kept) != len(found):
+        warnings.append(f"{len(found) - len(kept)} {kind} ranges matching --cycle-range lie "
+                        "inside another matching range; the outer ones are the cycles")
+    return kept
+
+
+def _range_hint(ranges: list[Range]) -> str:
     """The most frequent range names of the trace, for the one-line error."""
     counts: dict[str, int] = {}
     for _, name, *_ in ranges:
@@ -72,28 +113,50 @@ def _range_hint(ranges: list[tuple[str, str, int, int, int]]) -> str:
         f"{n[:60]!r} x{counts[n]}" for n in names) + ")"
 
 
-def _detected_cycles(kernels: _Columns, names: list[str], launches: dict[int, int],
-                     ranges: list[tuple[str, str, int, int, int]],
-                     warnings: list[str]) -> tuple[_CycleSpans, str]:
+def detected_cycles(kernels: GpuColumns, names: list[str], launches: dict[int, int],
+                     ranges: list[Range], warnings: list[str],
+                     gpu_start: IntArray | None = None) -> tuple[CycleSpans, str]:
     """No ProfilerStep and no --cycle-range: cycles where the kernel launch sequence repeats
-    (perfdiff.schema.periods, the rule perfdiff collect uses for unmarked programs)."""
+    (perfdiff.schema.periods, the rule perfdiff collect uses for unmarked programs).
+
+    ``gpu_start`` given (a trace that replays CUDA/HIP graphs: one launch time for hundreds
+    of kernels, so launch times cannot order them or bound a cycle): the sequence is the
+    kernels in the order they ran on the GPU, and cycles are bounded by their GPU starts.
+    """
     name_ids = {name: i for i, name in enumerate(names)}
-    launch_ns = _launch_times(kernels.correlation, launches)
-    known = launch_ns != _NO_LAUNCH
+    launch_ns = (gpu_start if gpu_start is not None
+                 else launch_times(kernels.correlation, launches))
+    known = launch_ns != NO_LAUNCH
     order = np.argsort(launch_ns[known], kind="stable")
     ids = np.asarray([name_ids[n] for n in kernels.name], dtype=np.int64)[known][order]
     times = launch_ns[known][order]
     period = detect_period(ids, times)
     if not period.found:
-        raise _Bad("no ProfilerStep#N ranges and " + period.describe() + "; pass "
+        raise BadTrace("no ProfilerStep#N ranges and " + period.describe() + "; pass "
                    "--cycle-range NAME to take a user_annotation/record_function range as "
                    "the cycle" + _range_hint(ranges))
     start, end = cycle_bounds_ns(period, times)
-    warnings.append(f"no ProfilerStep#N in the trace: cycles from the launch sequence, "
+    what = ("the kernel sequence as run on the GPU (CUDA/HIP graph replays)"
+            if gpu_start is not None else "the launch sequence")
+    warnings.append(f"no ProfilerStep#N in the trace: cycles from {what}, "
                     f"{period.describe()}")
+    start, end = _without_empty(start, end, warnings)
     n = int(start.size)
-    return _CycleSpans(list(range(n)), start.tolist(), end.tolist(), "detected period",
-                       False, []), "launch"
+    return CycleSpans(list(range(n)), start.tolist(), end.tolist(), "detected period",
+                       False, [], f"detected period of {what}"), (
+                           "gpu-start" if gpu_start is not None else "launch")
+
+
+def _without_empty(start: IntArray, end: IntArray,
+                   warnings: list[str]) -> tuple[IntArray, IntArray]:
+    """Detected cycles that last no time (launches with one timestamp) are no cycles."""
+    empty = end <= start
+    if empty.all():
+        raise BadTrace("every detected cycle lasts 0 ns (its launches share one timestamp); "
+                   "pass --cycle-range REGEX to take record_function ranges as the cycle")
+    if empty.any():
+        warnings.append(f"{int(empty.sum())} detected cycles last 0 ns and were left out")
+    return start[~empty], end[~empty]
 
 
 def _unique_steps(steps: list[tuple[int, int, int]],
@@ -108,7 +171,7 @@ def _unique_steps(steps: list[tuple[int, int, int]],
     return sorted(seen.values(), key=lambda s: s[1])
 
 
-def _assign(spans: _CycleSpans, times: np.ndarray, devices: np.ndarray) -> np.ndarray:
+def assign_cycles(spans: CycleSpans, times: np.ndarray, devices: np.ndarray) -> np.ndarray:
     """Cycle index of each time (its launch, or its GPU start for GPU ranges), -1 outside."""
     if not spans.index or times.size == 0:
         return np.full(times.shape, -1, dtype=np.int64)
@@ -124,15 +187,15 @@ def _assign(spans: _CycleSpans, times: np.ndarray, devices: np.ndarray) -> np.nd
     order = np.argsort(start, kind="stable")
     start, end, index = start[order], end[order], index[order]
     pos = np.searchsorted(start, times, side="right") - 1
-    valid = (pos >= 0) & (times != _NO_LAUNCH)
+    valid = (pos >= 0) & (times != NO_LAUNCH)
     clipped = np.clip(pos, 0, None)
     inside = valid & (times < end[clipped])  # [start, end): as HTA assigns iterations
     return np.where(inside, index[clipped], -1).astype(np.int64)
 
 
-_NO_LAUNCH = np.iinfo(np.int64).min  # a GPU event whose launch is not in the trace
+NO_LAUNCH = np.iinfo(np.int64).min  # a GPU event whose launch is not in the trace
 
 
-def _launch_times(correlation: list[int], launches: dict[int, int]) -> IntArray:
-    return np.fromiter((launches.get(c, _NO_LAUNCH) for c in correlation), dtype=np.int64,
+def launch_times(correlation: list[int], launches: dict[int, int]) -> IntArray:
+    return np.fromiter((launches.get(c, NO_LAUNCH) for c in correlation), dtype=np.int64,
                        count=len(correlation))

@@ -11,14 +11,20 @@ from typing import Any, TypeVar
 
 import msgspec
 
-LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver"})
-GPU_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-RANGE_CATEGORIES = frozenset({"user_annotation", "gpu_user_annotation"})
-COUNTER_CATEGORY = "hardware_counters"
-PROFILER_RANGE_CATEGORY = "cuda_profiler_range"
+from perfdiff.readers.torch_profiler.spellings import (
+    CATEGORY_SPELLINGS,
+    COUNTERS,
+    CPU_RANGE,
+    GPU_KINDS,
+    GPU_RANGE,
+    LAUNCH,
+    STEP_OPERATOR,
+)
+
+_STEP_BYTES = b'"ProfilerStep#'  # a CPU op kept as a range only when it is a step
 
 
-class _Args(msgspec.Struct, gc=False):
+class EventArgs(msgspec.Struct, gc=False):
     """The args perfdiff reads; any other key (Input Dims, Call stack, ...) is never built.
 
     Types are loose on purpose (a CPU event may carry a key of the same name with another
@@ -33,7 +39,7 @@ class _Args(msgspec.Struct, gc=False):
     block: list[Any] | int | str | None = None
 
 
-class _Event(msgspec.Struct, gc=False):
+class Event(msgspec.Struct, gc=False):
     """One trace event, as little of it as the reader may need (the rest is never built)."""
 
     ph: str = ""
@@ -43,22 +49,23 @@ class _Event(msgspec.Struct, gc=False):
     tid: int | str = 0
     ts: msgspec.Raw = msgspec.Raw(b"")
     dur: msgspec.Raw = msgspec.Raw(b"")
-    args: _Args | None = None  # a non-object args fails the decode (one line)
+    args: EventArgs | None = None  # a non-object args fails the decode (one line)
 
 
-class _LaunchArgs(msgspec.Struct, gc=False):
+class LaunchArgs(msgspec.Struct, gc=False):
     """A launch's args: only its correlation (the GPU event it launched) is read."""
 
     correlation: int | str | None = None
 
 
-class _Launch(msgspec.Struct, gc=False):
+class Launch(msgspec.Struct, gc=False):
     """A launch event (``cuda_runtime``/``cuda_driver``, HIP's): when, by which process, and
     which GPU event; its other fields are never built (launches are half the kept events)."""
 
+    name: str = ""
     pid: int | str = 0
     ts: msgspec.Raw = msgspec.Raw(b"")
-    args: _LaunchArgs | None = None
+    args: LaunchArgs | None = None
 
 
 class _Kind(msgspec.Struct, gc=False):
@@ -68,7 +75,7 @@ class _Kind(msgspec.Struct, gc=False):
     cat: str = ""
 
 
-class _Trace(msgspec.Struct, gc=False):
+class Trace(msgspec.Struct, gc=False):
     """The top level of a Kineto trace: each event stays a raw slice of the file (no copy)
     until its category says it is needed; metadata keys stay raw until asked for."""
 
@@ -79,6 +86,8 @@ class _Trace(msgspec.Struct, gc=False):
     distributedInfo: msgspec.Raw = msgspec.Raw(b"")
     cuda_driver_version: msgspec.Raw = msgspec.Raw(b"")
     cuda_runtime_version: msgspec.Raw = msgspec.Raw(b"")
+    hip_runtime_version: msgspec.Raw = msgspec.Raw(b"")
+    roctracer_version: msgspec.Raw = msgspec.Raw(b"")
     cupti_version: msgspec.Raw = msgspec.Raw(b"")
     host_name: msgspec.Raw = msgspec.Raw(b"")
     hostname: msgspec.Raw = msgspec.Raw(b"")
@@ -95,17 +104,15 @@ class _CounterEvent(msgspec.Struct, gc=False):
 
 
 _T = TypeVar("_T")
-_TRACE_DECODER = msgspec.json.Decoder(_Trace)
+TRACE_DECODER = msgspec.json.Decoder(Trace)
 _KIND_DECODER = msgspec.json.Decoder(_Kind)
-_EVENT_DECODER = msgspec.json.Decoder(_Event)
-_LAUNCH_DECODER = msgspec.json.Decoder(_Launch)
-_WANTED = (GPU_CATEGORIES | LAUNCH_CATEGORIES | RANGE_CATEGORIES
-           | {COUNTER_CATEGORY, PROFILER_RANGE_CATEGORY})
-_COUNTER_DECODER = msgspec.json.Decoder(_CounterEvent)
-_ANY = msgspec.json.Decoder()
+EVENT_DECODER = msgspec.json.Decoder(Event)
+LAUNCH_DECODER = msgspec.json.Decoder(Launch)
+COUNTER_DECODER = msgspec.json.Decoder(_CounterEvent)
+ANY_DECODER = msgspec.json.Decoder()
 
 
-class _Bad(Exception):
+class BadTrace(Exception):
     """Internal: the trace breaks a rule; the message says which (the caller adds the file)."""
 
 
@@ -115,58 +122,78 @@ class _Sorted(msgspec.Struct, gc=False):
 
     gpu: dict[str, list[msgspec.Raw]]  # kernel / gpu_memcpy / gpu_memset, in file order
     launches: list[msgspec.Raw]
-    ranges: list[msgspec.Raw]
+    ranges: dict[str, list[msgspec.Raw]]  # user_annotation, gpu_user_annotation, operator
     counters: list[msgspec.Raw]  # hardware_counters samples (ph "C")
     profiler_ranges: int  # cuda_profiler_range events (their trace has no kernels)
+    categories: dict[str, int]  # every category seen, with its count (for the error lines)
 
 
-def _sort_events(raws: list[msgspec.Raw]) -> _Sorted:
+def _decode_replacing(decode: Any, raw: msgspec.Raw) -> Any:
+    """``decode(raw)``; an event whose strings are not UTF-8 is decoded with each bad byte
+    replaced by U+FFFD (Kineto writes names as the program gave them; a non-UTF-8 kernel name
+    ended in exit 70). The replacement keeps every other byte, so times and ids are intact."""
+    try:
+        return decode(raw)
+    except UnicodeDecodeError:
+        return decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
+
+
+def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     """Every event is looked at for its category and phase only (CPU ops, Python functions
     and flows are most of a trace, and are dropped here); GPU, launch and annotation events
-    are kept as raw slices, to be decoded a kind at a time (:func:`_decode`).
+    are kept as raw slices, to be decoded a kind at a time (:func:`decode_kept`).
 
     Why slices first and decoding after: a decoded event costs several objects, a slice one;
     and a list of one kind decodes and becomes columns in list comprehensions, not a Python
     call per event. ``raws`` ends empty.
     """
     kind_of = _KIND_DECODER.decode
-    gpu: dict[str, list[msgspec.Raw]] = {cat: [] for cat in sorted(GPU_CATEGORIES)}
+    gpu: dict[str, list[msgspec.Raw]] = {kind: [] for kind in GPU_KINDS}
     launches: list[msgspec.Raw] = []
-    ranges: list[msgspec.Raw] = []
+    ranges: dict[str, list[msgspec.Raw]] = {CPU_RANGE: [], GPU_RANGE: [], STEP_OPERATOR: []}
     counters: list[msgspec.Raw] = []
+    categories: dict[str, int] = {}
     profiler_ranges = 0
-    wanted = _WANTED  # one set lookup turns away the CPU-side events, most of a trace
+    spelling = CATEGORY_SPELLINGS  # one dict lookup turns away most CPU-side events
     try:
         for raw in raws:
-            kind = kind_of(raw)
-            cat = kind.cat
-            if cat not in wanted:
+            event = _decode_replacing(kind_of, raw)
+            cat = event.cat
+            categories[cat] = categories.get(cat, 0) + 1
+            kind = spelling.get(cat)
+            if kind is None:
                 continue
-            if cat in GPU_CATEGORIES:
-                gpu[cat].append(raw)
-            elif cat in LAUNCH_CATEGORIES:
+            if kind in gpu:
+                gpu[kind].append(raw)
+            elif kind == LAUNCH:
                 launches.append(raw)
-            elif cat in RANGE_CATEGORIES:
-                ranges.append(raw)
-            elif cat == COUNTER_CATEGORY:
-                if kind.ph == "C":
+            elif kind == STEP_OPERATOR:
+                if _STEP_BYTES in bytes(raw):
+                    ranges[kind].append(raw)
+            elif kind in ranges:
+                ranges[kind].append(raw)
+            elif kind == COUNTERS:
+                if event.ph == "C":
                     counters.append(raw)
             else:
                 profiler_ranges += 1
     except msgspec.ValidationError as exc:
-        raise _Bad(f"malformed trace event ({exc})") from None
+        raise BadTrace(f"malformed trace event ({exc})") from None
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
-    return _Sorted(gpu, launches, ranges, counters, profiler_ranges)
+    return _Sorted(gpu, launches, ranges, counters, profiler_ranges, categories)
 
 
-def _decode(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> list[_T]:
+def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> list[_T]:
     """Decode kept slices (GPU, annotation or launch events) with ``decoder``; the list of
     slices is emptied, so that each is freed with its event."""
     decode = decoder.decode
     try:
-        events = [decode(raw) for raw in raws]
+        try:
+            events = [decode(raw) for raw in raws]
+        except UnicodeDecodeError:  # a name that is not UTF-8: kept, with U+FFFD for its bytes
+            events = [_decode_replacing(decode, raw) for raw in raws]
     except msgspec.ValidationError as exc:
-        raise _Bad(f"malformed trace event ({exc})") from None
+        raise BadTrace(f"malformed trace event ({exc})") from None
     del raws[:]
     return events

@@ -7,14 +7,14 @@ truncated gzip, empty, not JSON) is a one-line InputError naming the file, decid
 
 from __future__ import annotations
 
-import gzip
 import zlib
 from pathlib import Path
 
 import msgspec
 
 from perfdiff.errors import InputError
-from perfdiff.readers.torch_profiler.events import _TRACE_DECODER, _Trace
+from perfdiff.limits import read_input_bytes
+from perfdiff.readers.torch_profiler.events import TRACE_DECODER, Trace
 
 _SNIFF_BYTES = 1 << 20  # how much of a (decompressed) file is looked at to tell its kind
 
@@ -60,43 +60,23 @@ def is_torch_profiler_input(path: Path) -> bool:
     return path.is_file() and is_trace_file(path)
 
 
-def _file_bytes(path: Path) -> bytes:
+def file_bytes(path: Path) -> bytes:
     if not path.exists():
         raise InputError(f"{path}: no such file; check the path")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror})") from exc
-    if data[:2] == b"\x1f\x8b":
-        try:
-            data = _gunzip(data)
-        except (EOFError, OSError, zlib.error) as exc:
-            raise InputError(f"{path}: gzip data is truncated or corrupt ({exc}); re-copy or "
-                             "re-export the trace") from exc
+    data = read_input_bytes(path, "re-copy or re-export the trace")  # bounded
     if not data or data.isspace():  # not data.strip(): that copies the whole file
         raise InputError(f"{path}: file is empty")
     return data
 
 
-def _decode(path: Path, data: bytes) -> _Trace:
+def decode_trace(path: Path, data: bytes) -> Trace:
     try:
-        return _TRACE_DECODER.decode(data)
+        return TRACE_DECODER.decode(data)
     except msgspec.ValidationError as exc:
         raise InputError(f"{path}: not a torch.profiler trace as expected ({exc})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a torch.profiler trace (JSON nested too deeply); pass "
+                         "the trace file itself") from None
     except msgspec.DecodeError as exc:
         hint = "file is truncated" if "truncated" in str(exc) else "not valid JSON"
         raise InputError(f"{path}: {hint} ({exc}); re-copy or re-export the trace") from None
-
-
-def _gunzip(data: bytes) -> bytes:
-    """Inflate into one buffer of the size the gzip trailer announces (peak memory: the output
-    once, not the output plus its growing copies); anything unusual goes to gzip.decompress."""
-    announced = int.from_bytes(data[-4:], "little") if len(data) >= 18 else 0
-    if announced:
-        try:
-            out = zlib.decompress(data, wbits=31, bufsize=announced)
-        except zlib.error:
-            return gzip.decompress(data)
-        if len(out) == announced:
-            return out
-    return gzip.decompress(data)

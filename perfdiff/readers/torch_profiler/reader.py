@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfdiff.errors import InputError
-from perfdiff.readers.torch_profiler.assemble import _assemble
-from perfdiff.readers.torch_profiler.convert import _convert, _RankData
-from perfdiff.readers.torch_profiler.events import _Bad
-from perfdiff.readers.torch_profiler.files import _decode, _file_bytes, trace_files_in
-from perfdiff.readers.torch_profiler.metadata import _metadata
+from perfdiff.readers.torch_profiler.assemble import assemble_run_file
+from perfdiff.readers.torch_profiler.convert import RankData, convert_trace
+from perfdiff.readers.torch_profiler.events import BadTrace
+from perfdiff.readers.torch_profiler.files import decode_trace, file_bytes, trace_files_in
+from perfdiff.readers.torch_profiler.metadata import trace_metadata
 from perfdiff.schema.model import RunFile
 from perfdiff.schema.sense import check_run_file
 
@@ -40,20 +40,24 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
     if not files:
         raise InputError("no torch.profiler trace given")
     parts = [_read_one(p, cycle_range) for p in files]
-    run_file = _assemble(parts, [str(p) for p in files], cycle_range)
+    run_file = assemble_run_file(parts, [str(p) for p in files])
     check_run_file(run_file, ", ".join(str(p) for p in files))  # the run-file rules, once
     return run_file
 
 
-def _read_one(path: Path, cycle_range: str | None) -> _RankData:
-    trace = _decode(path, _file_bytes(path))
+def _read_one(path: Path, cycle_range: str | None) -> RankData:
+    trace = decode_trace(path, file_bytes(path))
     try:
-        meta = _metadata(trace)
+        meta = trace_metadata(trace)
         events = trace.traceEvents
         # every raw slice (events and metadata) holds the whole decompressed file (35 MB for
         # 100k events): no slice but the events' may outlive this line, so that the file's
-        # bytes are freed as soon as _convert has gone through them
+        # bytes are freed as soon as convert_trace has gone through them
         del trace
-        return _convert(meta, events, cycle_range)
-    except _Bad as exc:
+        return convert_trace(meta, events, cycle_range)
+    except BadTrace as exc:
         raise InputError(f"{path}: {exc}") from None
+    except OverflowError:  # an id or time past 64 bits (device 2**70): the data, not a bug
+        raise InputError(f"{path}: a number in a GPU event (device, stream, correlation id or "
+                         "time) is beyond 64 bits, which no profiler writes; the trace is "
+                         "damaged: re-export it") from None

@@ -40,6 +40,8 @@ def us_text_to_ns(text: bytes | str | msgspec.Raw) -> int:
         raise ValueError(f"not a number: {s[:40]!r}") from None
     if not value.is_finite():
         raise ValueError(f"not a finite number: {s[:40]!r}")
+    if value.adjusted() > 15:  # beyond 10^16 us (317 years): 1e1000000 overflowed Decimal
+        raise ValueError(f"time out of range: {s[:40]!r}")
     return int((value * _NS_PER_US).to_integral_value(rounding=ROUND_HALF_EVEN))
 
 

@@ -19,11 +19,14 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from perfdiff.analysis.figure_data import FigureData
 from perfdiff.analysis.model import Comparison
-from perfdiff.errors import OutputError, UsageError
+from perfdiff.errors import UsageError
+
+if TYPE_CHECKING:
+    from perfdiff.output import OutputFile
 
 INSTALL_HINT = "pip install 'perfdiff[plots]'"
 ORDER = ("what-changed", "cycles", "where-it-ran", "why", "inventory")
@@ -106,23 +109,27 @@ def render_figures(comparison: Comparison, data: FigureData,
     return out
 
 
+def figure_files(figures: Sequence[RenderedFigure], folder: Path) -> list[OutputFile]:
+    """``<key>.png`` and ``<key>.svg`` for each figure in ``folder``, in that order, for the
+    one output helper to write with the report (together or not at all)."""
+    from perfdiff.output import output_file
+
+    files = []
+    for fig in figures:
+        files.append(output_file(folder / f"{fig.key}.png", fig.png, "a figure"))
+        files.append(output_file(folder / f"{fig.key}.svg", fig.svg, "a figure"))
+    return files
+
+
 def write_figures(figures: Sequence[RenderedFigure], folder: Path, *,
                   inputs: Sequence[str | os.PathLike[str]] = ()) -> list[WrittenFigure]:
     """``<key>.png`` and ``<key>.svg`` for each figure in ``folder`` (created if needed),
-    each written through the one output helper (atomic, never over an input)."""
-    from perfdiff.output import write_atomic
+    all written through the one output helper (together, never over an input)."""
+    from perfdiff.output import write_together
 
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{folder}: cannot create the figures' folder ({exc.strerror}); "
-                          "check the path and permissions") from exc
-    written = []
-    for fig in figures:
-        png = write_atomic(folder / f"{fig.key}.png", fig.png, inputs=inputs, what="a figure")
-        svg = write_atomic(folder / f"{fig.key}.svg", fig.svg, inputs=inputs, what="a figure")
-        written.append(WrittenFigure(fig.key, fig.title, png, svg))
-    return written
+    written = write_together(figure_files(figures, folder), inputs=inputs)
+    return [WrittenFigure(fig.key, fig.title, png, svg)
+            for fig, png, svg in zip(figures, written[::2], written[1::2], strict=True)]
 
 
 __all__ = [
@@ -132,6 +139,7 @@ __all__ = [
     "RenderedFigure",
     "WrittenFigure",
     "ensure_plotting",
+    "figure_files",
     "plotting_available",
     "render_figures",
     "write_figures",

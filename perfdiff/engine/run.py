@@ -1,0 +1,104 @@
+"""The reduce: sharded sides -> the same :class:`Comparison` (or :class:`RanksReport`) as ever.
+
+Why here: ``compare`` and ``ranks`` take sharded runs beside every other input. A sharded side's
+table is the shards' tables joined in run order, which is row for row the table ``cycle_table``
+builds from the same run as one file (``tests/engine``), and its header, environment and notes
+come from the shards' run metadata without reading a kernel. Inputs that are not sharded are
+read by the door (``readers.dispatch``) as always.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from perfdiff.analysis.model import CompareOptions, Comparison
+from perfdiff.analysis.ranks.model import RanksOptions, RanksReport
+from perfdiff.analysis.sides import Side, run_file_meta, side_of
+from perfdiff.engine.settings import EngineSettings, Progress
+from perfdiff.errors import InputError
+from perfdiff.readers.dispatch import ReadOptions, open_input
+from perfdiff.schema.shards import ShardedRun, is_sharded_run, read_manifest, skeleton_run_file
+
+if TYPE_CHECKING:
+    from perfdiff.engine.executors import Executor
+
+# The executors (pandas, the cycle table, perhaps Dask) are imported for sharded inputs only:
+# for the others ``compare`` reads both inputs before it loads the analysis (analysis/entry.py).
+
+
+def compare_sharded(normal: str | Path, abnormal: str | Path,
+                    options: CompareOptions | None = None,
+                    labels: tuple[str, str] = ("normal", "abnormal"), *,
+                    read: ReadOptions | None = None, settings: EngineSettings | None = None,
+                    progress: Progress | None = None) -> tuple[Comparison, tuple[Side, Side]]:
+    """``compare`` of two inputs of which one or both are sharded runs (module docstring)."""
+    read = read or ReadOptions()
+    paths = (Path(normal), Path(abnormal))
+    manifests = {p: _manifest(p, read) for p in paths if is_sharded_run(p)}
+    launches = sum(m.launches for m in manifests.values())
+    from perfdiff.engine.executors import open_executor
+
+    with open_executor(settings or EngineSettings(), launches) as executor:
+        sides = tuple(side_of(open_input(p, read)) if p not in manifests
+                      else _sharded_side(p, manifests[p], executor, label, progress)
+                      for p, label in zip(paths, labels, strict=True))
+    from perfdiff.analysis.comparison import compare_tables
+
+    normal_side, abnormal_side = sides
+    comparison = compare_tables(normal_side.table, abnormal_side.table, options,
+                                normal_meta=normal_side.meta, abnormal_meta=abnormal_side.meta,
+                                labels=labels)
+    return comparison, (normal_side, abnormal_side)
+
+
+def ranks_of_path(path: str | Path, options: RanksOptions | None = None, *,
+                  read: ReadOptions | None = None, settings: EngineSettings | None = None,
+                  progress: Progress | None = None) -> RanksReport:
+    """``ranks`` of one input; a sharded run is mapped shard by shard."""
+    read = read or ReadOptions()
+    if not is_sharded_run(path):
+        from perfdiff.analysis.ranks.entry import ranks_of_loaded
+
+        return ranks_of_loaded(open_input(path, read), options)
+    sharded = _manifest(Path(path), read)
+    from perfdiff.engine.executors import open_executor
+
+    with open_executor(settings or EngineSettings(), sharded.launches) as executor:
+        side = _sharded_side(Path(path), sharded, executor, "ranks", progress)
+    from perfdiff.analysis.ranks.entry import rank_names
+    from perfdiff.analysis.ranks.stragglers import find_stragglers
+
+    return find_stragglers(side.table, rank_of=rank_names(skeleton_run_file(sharded)),
+                           options=options, source=side.meta.source,
+                           workload=side.meta.workload)
+
+
+def _manifest(path: Path, read: ReadOptions) -> ShardedRun:
+    if read.cycle_range is not None:
+        raise InputError(f"{path}: --cycle-range applies to traces only; a sharded run "
+                         "already has its cycles")
+    if read.steps is not None:
+        raise InputError(f"{path}: --steps is not available for sharded runs yet; merge the "
+                         "shards into one run file (perfdiff merge) to choose steps")
+    return read_manifest(path)
+
+
+def _sharded_side(path: Path, sharded: ShardedRun, executor: Executor, label: str,
+                  progress: Progress | None) -> Side:
+    from perfdiff.analysis import columns as C
+    from perfdiff.analysis.window_work import window_ms_of
+
+    skeleton = skeleton_run_file(sharded)
+    if window_ms_of(skeleton) is not None:
+        raise InputError(f"{path}: a sharded run of fixed windows (--cycle-ms); windows are "
+                         "turned into units of work from a single run file only for now: "
+                         "merge the shards into one file (perfdiff merge)")
+    tables = [t for t in executor.map_shards(sharded, label, progress) if len(t)]
+    import pandas as pd
+
+    table = pd.concat(tables, ignore_index=True) if tables else C.empty_cycle_table()
+    return Side(table, run_file_meta(skeleton, source=str(path)), None)
+
+
+__all__ = ["compare_sharded", "ranks_of_path"]

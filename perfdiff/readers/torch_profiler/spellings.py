@@ -1,0 +1,63 @@
+"""How each torch/Kineto version spells what the reader needs: categories, graph launches.
+
+Why a table: Kineto renamed its categories (torch 1.8/1.9 wrote ``"Kernel"``, ``"Runtime"``,
+``"Memcpy"``, ``"Memset"``, with ``ProfilerStep#N`` as an ``"Operator"``; later versions write
+``"kernel"``, ``"cuda_runtime"``, ``"gpu_memcpy"``, ``"gpu_memset"``, ``"user_annotation"``),
+ROCm builds write HIP calls under the same or ``hip_*`` names, and more spellings will come.
+Each spelling seen in a real trace is one row here, and ``tests/readers`` checks the table
+against the real traces (fixtures/kineto/foreign); the rest of the reader speaks the canonical
+names only.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+KERNEL: Final = "kernel"
+MEMCPY: Final = "gpu_memcpy"
+MEMSET: Final = "gpu_memset"
+LAUNCH: Final = "cuda_runtime"  # a host call that may launch GPU work (its correlation)
+CPU_RANGE: Final = "user_annotation"
+GPU_RANGE: Final = "gpu_user_annotation"
+STEP_OPERATOR: Final = "operator"  # a CPU op: kept only when it is a ProfilerStep#N
+COUNTERS: Final = "hardware_counters"
+PROFILER_RANGE: Final = "cuda_profiler_range"
+
+GPU_KINDS: Final = (KERNEL, MEMCPY, MEMSET)
+
+# category as written -> canonical kind (torch version that wrote it, where known)
+CATEGORY_SPELLINGS: Final[dict[str, str]] = {
+    "kernel": KERNEL,  # torch >= 1.10
+    "Kernel": KERNEL,  # torch 1.8, 1.9
+    "gpu_memcpy": MEMCPY,
+    "Memcpy": MEMCPY,  # torch 1.8, 1.9
+    "gpu_memset": MEMSET,
+    "Memset": MEMSET,  # torch 1.8, 1.9
+    "cuda_runtime": LAUNCH,  # also HIP calls on ROCm builds (hipLaunchKernel, hipGraphLaunch)
+    "cuda_driver": LAUNCH,  # cuLaunchKernel (Triton), torch >= 2.1
+    "hip_runtime": LAUNCH,
+    "hip_driver": LAUNCH,
+    "Runtime": LAUNCH,  # torch 1.8, 1.9
+    "Driver": LAUNCH,
+    "user_annotation": CPU_RANGE,
+    "gpu_user_annotation": GPU_RANGE,
+    "Operator": STEP_OPERATOR,  # torch 1.8, 1.9: CPU ops, ProfilerStep#N among them
+    "cpu_op": STEP_OPERATOR,  # ProfilerStep#N written as a CPU op by some versions
+    "hardware_counters": COUNTERS,
+    "cuda_profiler_range": PROFILER_RANGE,
+}
+
+# a host call whose one correlation launches many kernels: a CUDA/HIP graph replay. Detected
+# by the data (several GPU events share the correlation); the names are for the messages.
+GRAPH_LAUNCH_NAMES: Final = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000",
+                                       "cuGraphLaunch", "hipGraphLaunch"})
+
+# top-level keys that tell which software wrote a trace, for the line that says what a trace
+# perfdiff cannot read was missing
+WRITER_KEYS: Final = ("schemaVersion", "cuda_runtime_version", "hip_runtime_version",
+                      "roctracer_version", "cupti_version")
+
+
+def known_gpu_spellings() -> str:
+    """The GPU-event categories perfdiff reads, for the line that says none was found."""
+    return ", ".join(repr(cat) for cat, kind in CATEGORY_SPELLINGS.items() if kind in GPU_KINDS)

@@ -1,0 +1,78 @@
+"""Issue 28 item 3: why PM sampling answers ERROR_OUT_OF_MEMORY in runs longer than ~2.5 s.
+
+Runs perfdiff's PmSampler (20 us) beside a steady GPU load (bf16 matmuls) for ``--seconds``,
+with the module's drain threshold (DECODE_AT_FILL) and image cap (MAX_IMAGE_BYTES) as given,
+then prints every decode (capacity, samples, stop reason, host ms), the drain error with the
+call that raised it, and the coverage of the loaded stretch. Suspect: the drain decodes only
+once ~127,000 samples wait (80 % of the 2 GiB buffer) but an image holds at most ~120,000
+(MAX_IMAGE_BYTES), so the first decode fills its image and the next one fails.
+
+Usage: python scripts/gpu/pm_long_probe.py [--seconds 8] [--fill 0.8] [--max-image-mb 1400]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--seconds", type=float, default=8.0)
+    p.add_argument("--fill", type=float)
+    p.add_argument("--max-image-mb", type=float)
+    p.add_argument("--image-share", type=float, help="2.0 gives the drain threshold before "
+                   "the fix (the buffer's 80 %% alone)")
+    a = p.parse_args()
+    import numpy as np
+    import torch
+    from cupti import cupti
+
+    from perfdiff.collect import pm_sampling as pm
+    from perfdiff.collect.settings import DEFAULT_METRICS
+
+    if a.fill is not None:
+        pm.DECODE_AT_FILL = a.fill
+    if a.max_image_mb is not None:
+        pm.MAX_IMAGE_BYTES = int(a.max_image_mb * 1e6)
+    if a.image_share is not None:
+        pm.DECODE_AT_IMAGE_SHARE = a.image_share
+    x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    torch.cuda.synchronize()
+    sampler = pm.PmSampler(tuple(DEFAULT_METRICS), 20_000, 0, lambda: int(cupti.get_timestamp()))
+    sampler.start()
+    t0 = int(cupti.get_timestamp())
+    end = time.perf_counter() + a.seconds
+    while time.perf_counter() < end:
+        for _ in range(20):
+            x = (x @ x).clamp_(-1, 1)
+        torch.cuda.synchronize()
+    t1 = int(cupti.get_timestamp())
+    error = None
+    if sampler._drain_error is not None:
+        error = "".join(traceback.format_exception(sampler._drain_error))[-1500:]
+    try:
+        series = sampler.stop()
+        stop_error = None
+    except Exception as exc:
+        series, stop_error = [], "".join(traceback.format_exception(exc))[-1500:]
+    ends = np.asarray(series[0].timestamps_ns) if series else np.zeros(0, dtype=np.int64)
+    covered = ends[(ends >= t0) & (ends <= t1)].size * 20_000 / max(1, t1 - t0)
+    print("PMPROBE " + json.dumps({
+        "seconds": a.seconds, "fill": pm.DECODE_AT_FILL,
+        "image_share": pm.DECODE_AT_IMAGE_SHARE, "max_image_bytes": pm.MAX_IMAGE_BYTES,
+        "decodes": [{"capacity": d[2], "samples": d[3], "host_ms": round(d[1] / 1e6, 1),
+                     "overflow": d[6], "reason": d[7], "drainer": d[8]}
+                    for d in sampler.decode_log],
+        "samples": int(ends.size), "coverage": round(covered, 4), "warnings": sampler.warnings,
+        "drain_error": error, "stop_error": stop_error}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
