@@ -24,6 +24,7 @@ from bench.validate.simulate import (
     simulate_side,
     to_table,
 )
+from perfdiff.analysis.columns import PSEUDO_TYPES
 from perfdiff.analysis.model import CompareOptions, Comparison
 
 CompareFn = Callable[[pd.DataFrame, pd.DataFrame, CompareOptions], Comparison]
@@ -95,11 +96,13 @@ def digest(comparison: Comparison) -> TrialDigest:
             time_ci_high_ms=row.time_ci_high_ms,
         )
         for row in comparison.rows
+        # the harness scores functions; families and replacements (sums and pairings of
+        # them, tested in a Benjamini-Hochberg family of their own) are not scored
+        if row.func_type not in PSEUDO_TYPES
     )
-    if comparison.findings:
-        top = comparison.findings[0].function
-    else:
-        top = comparison.rows[0].function if comparison.rows else ""
+    functions = {r.function for r in rows}
+    firsts = [f.function for f in comparison.findings if f.function in functions]
+    top = firsts[0] if firsts else (rows[0].function if rows else "")
     return TrialDigest(
         rows=rows,
         cycle_verdict=comparison.cycle_time.verdict,

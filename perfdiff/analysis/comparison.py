@@ -306,9 +306,14 @@ def _rows(
     # are left out of the Benjamini-Hochberg family: they cannot yield a finding, and counting
     # them would only dilute the power of the tests that can.
     testable = [f for f in fstats if f.size_n + f.size_a > f.threshold]
-    q = bh_qvalues(np.asarray([f.p_primary for f in testable], dtype=np.float64))
-    for f, qv in zip(testable, q, strict=True):
-        f.q = float(qv)
+    # Pseudo-functions (families, replacements) sum or pair the functions' own time: they get
+    # a Benjamini-Hochberg family of their own, so that adding them leaves every function's
+    # q-value, verdict and false-discovery rate exactly as it was (bench/validate scores those)
+    for pseudo in (False, True):
+        family = [f for f in testable if (f.func_type in C.PSEUDO_TYPES) == pseudo]
+        q = bh_qvalues(np.asarray([f.p_primary for f in family], dtype=np.float64))
+        for f, qv in zip(family, q, strict=True):
+            f.q = float(qv)
     for f in fstats:
         f.verdict = _verdict(f, opts.alpha)
     metrics = pd.concat(metric_blocks, ignore_index=True) if metric_blocks else pd.DataFrame()
@@ -391,7 +396,9 @@ def _function_stats(
         if comparable
         else opts.practical_threshold_pct
     )
-    m_tests = max(1, len(common))
+    types = {**group_types(units[1].func_type, group), **group_types(units[0].func_type, group)}
+    # the functions' own Benjamini-Hochberg family: pseudo-rows are tested apart from them
+    m_tests = max(1, sum(types.get(name, "") not in C.PSEUDO_TYPES for name in common))
     # 80 % power for a change that must also *exceed* the practical threshold
     # ... against the SE the test will have at that change (the run-to-run floor grows with it)
     primary_abs_floor = floors["time"] if comparable else floors["cycle_share"]
@@ -406,7 +413,6 @@ def _function_stats(
         # run-to-run offsets are factors: between runs, a slower kernel spreads more in ms
         abnormal_var_share=primary.abnormal_var_share if unit == "runs" else 0.0,
     )
-    types = {**group_types(units[1].func_type, group), **group_types(units[0].func_type, group)}
     out = []
     for j, name in enumerate(common):
         out.append(

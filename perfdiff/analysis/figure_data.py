@@ -289,6 +289,8 @@ def metric_spreads(comparison: Comparison, tables: tuple[pd.DataFrame, pd.DataFr
         if not picked:
             continue
         rows = [_finding_rows(t, finding.pid, finding.device, finding.function) for t in aligned]
+        if any(r.empty for r in rows):
+            continue  # a pseudo-function of the statistics (a family, a replacement)
         for move in picked:
             values = [_values(r, move.metric) for r in rows]
             out.append(

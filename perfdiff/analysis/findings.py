@@ -10,6 +10,8 @@ import numpy as np
 
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.collectives import is_collective
+from perfdiff.analysis.families import family_of
+from perfdiff.analysis.family_rules import FAMILY_RULES
 from perfdiff.analysis.model import (
     CompareOptions,
     CycleTimeChange,
@@ -21,6 +23,7 @@ from perfdiff.analysis.model import (
 from perfdiff.analysis.stats import bh_qvalues
 
 CHANGE: frozenset[str] = frozenset({"slower", "faster"})
+FAMILY_LABELS: frozenset[str] = frozenset(f"[{family}]" for family, _ in FAMILY_RULES)
 MIN_METRIC_MOVE_REL = 0.01  # a μ move smaller than 1 % of its baseline is not worth a sentence
 
 
@@ -89,7 +92,7 @@ def key_findings(
         key=lambda kv: (several and is_collective(kv[0][2]), -weight[kv[0]], kv[0][2], kv[0][1]),
     )
     findings = []
-    for key, row in ordered[: max(0, opts.top)]:
+    for key, row in ordered:
         moves = moves_of[key]
         findings.append(
             finding_of(
@@ -103,7 +106,38 @@ def key_findings(
                 ],
             )
         )
-    return findings
+    return specific_first(findings)[: max(0, opts.top)]
+
+
+# a kernel whose change is at least this share of its family's change is what the family
+# finding is about: it comes first (the more specific name)
+MEMBER_EXPLAINS = 0.8
+
+
+def specific_first(findings: list[Finding]) -> list[Finding]:
+    """A family finding (``[GEMM]``) after the kernel of that family that explains most of it.
+
+    Why: a family row sums its kernels, so one kernel that slowed makes its family slow by as
+    much; the kernel's name says more. The family leads only when no single kernel explains
+    it (a precision change that swapped all GEMMs, many kernels each a little slower).
+    """
+    out = list(findings)
+    for family_finding in [f for f in findings if f.function in FAMILY_LABELS]:
+        family = family_finding.function[1:-1]
+        delta = family_finding.time_delta_ms if np.isfinite(family_finding.time_delta_ms) \
+            else family_finding.delta_cycle_share_pp
+        at = out.index(family_finding)
+        for member in out[at + 1:]:
+            change = member.time_delta_ms if np.isfinite(member.time_delta_ms) \
+                else member.delta_cycle_share_pp
+            if (member.device == family_finding.device and member.pid == family_finding.pid
+                    and not member.function.startswith("[")
+                    and family_of(member.function) == family
+                    and change * delta > 0 and abs(change) >= MEMBER_EXPLAINS * abs(delta)):
+                out.remove(member)
+                out.insert(at, member)
+                break
+    return out
 
 
 def lead_with_gpu_work(findings: list[Finding], split: Headline | None) -> list[Finding]:

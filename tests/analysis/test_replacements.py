@@ -60,3 +60,31 @@ def test_fused_adamw_to_its_loop_is_a_replaced_group() -> None:
     assert split is not None
     assert sum(p.delta_ms for p in split.parts) == pytest.approx(c.cycle_time.delta_ms,
                                                                  rel=0.01)
+
+
+def test_pseudo_rows_leave_every_function_row_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Families and replacements are tested apart: the functions' p, q, verdict, interval and
+    the report's MDE are those of a comparison without them (the validation harness relies
+    on it)."""
+    from perfdiff.analysis import comparison as cm
+    from tests.door import load_side
+
+    normal = load_side(FIXTURES / "gpt-infer-normal.json.gz")
+    abnormal = load_side(FIXTURES / "gpt-infer-contended.json.gz")
+
+    def compare() -> Comparison:
+        return cm.compare_tables(normal.table, abnormal.table, normal_meta=normal.meta,
+                                 abnormal_meta=abnormal.meta)
+
+    with_pseudo = compare()
+    monkeypatch.setattr(cm, "with_family_rows", lambda tables: tables)
+    without = compare()
+
+    def key(c: Comparison) -> dict[tuple[str, str], tuple[object, ...]]:
+        return {(r.function, r.metric): (r.p_time, r.q_value, r.verdict, r.time_ci_low_ms,
+                                          r.time_ci_high_ms, r.p_metric_mean)
+                for r in c.rows if r.func_type not in ("family", "replaced")}
+
+    assert any(r.func_type == "family" for r in with_pseudo.rows)
+    assert repr(key(with_pseudo)) == repr(key(without))
+    assert with_pseudo.mde_pct == without.mde_pct
