@@ -68,7 +68,7 @@ def test_families_cover_95_percent_of_kernel_time_in_every_source() -> None:
         ("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0", ("GEMM", "bf16",
                                                                       "tensor core")),
         ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_"
-         "cga1x1x1_kernel0_0", ("attention", "fp16", "tensor core")),
+         "cga1x1x1_kernel0_0", ("attention", "fp16/bf16", "tensor core")),
         ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
          "at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)",
          ("softmax", "fp32", "")),
