@@ -14,7 +14,9 @@ record outside every cycle is dropped alone, and the run file says how many of e
 
 Tolerance: an overlap below ``TOLERANCE_NS`` is kept (timestamps of consecutive kernels can
 touch, and a kernel launched with programmatic dependent launch may start its prologue while
-its predecessor finishes).
+its predecessor finishes). It is the reader's own tolerance
+(:data:`perfdiff.schema.sense.OVERLAP_TOLERANCE_NS`), so that a file the collector writes is
+never one the reader refuses.
 """
 
 from __future__ import annotations
@@ -25,8 +27,9 @@ import numpy as np
 
 from perfdiff.collect.records import Tables
 from perfdiff.schema.model import CycleTable, KernelTable
+from perfdiff.schema.sense import OVERLAP_TOLERANCE_NS
 
-TOLERANCE_NS = 1_000
+TOLERANCE_NS = OVERLAP_TOLERANCE_NS
 BoolArray = np.ndarray[tuple[int], np.dtype[np.bool_]]
 
 
