@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from perfdiff.errors import InputError
@@ -62,4 +63,17 @@ def require_input(path: str | os.PathLike[str], *, folder_ok: bool = False) -> P
     return p
 
 
-__all__ = ["require_input"]
+@dataclass(frozen=True)
+class CheckedInputs:
+    """The input paths (as typed) that the console script checked before the heavy imports
+    (``perfdiff.cli.entry``). The command hands them to the door (``readers.dispatch``), which
+    then does not check them again: every input is checked once per command."""
+
+    paths: frozenset[str] = frozenset()
+
+    def holds(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` was checked already."""
+        return os.fspath(path) in self.paths
+
+
+__all__ = ["CheckedInputs", "require_input"]

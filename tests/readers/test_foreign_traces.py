@@ -106,18 +106,18 @@ def test_the_spelling_table_covers_the_real_categories() -> None:
 
 def test_steps_keep_a_slice_of_each_sides_cycles() -> None:
     whole = load_input(SGLANG_DECODE).runs[0]
-    part = load_input(SGLANG_DECODE, steps=StepRange.parse("2:10")).runs[0]
+    part = load_input(SGLANG_DECODE, ReadOptions(steps=StepRange.parse("2:10"))).runs[0]
     assert part.cycles.index.tolist() == whole.cycles.index[2:10].tolist()
     assert set(part.kernels.cycle[part.kernels.cycle >= 0].tolist()) <= set(
         part.cycles.index.tolist())
-    last = load_input(SGLANG_DECODE, steps=StepRange.parse("-3:")).runs[0]
+    last = load_input(SGLANG_DECODE, ReadOptions(steps=StepRange.parse("-3:"))).runs[0]
     assert last.cycles.index.tolist() == whole.cycles.index[-3:].tolist()
 
 
 def test_steps_on_a_run_file() -> None:
     fixture = Path(__file__).resolve().parents[2] / "fixtures" / "gpt-infer-normal.json.gz"
     whole = load_input(fixture)
-    part = load_input(fixture, steps=StepRange.parse("1:3"))
+    part = load_input(fixture, ReadOptions(steps=StepRange.parse("1:3")))
     for run, chosen in zip(whole.runs, part.runs, strict=True):
         measured = run.cycles.index[~run.cycles.warmup]
         assert chosen.cycles.index.tolist() == measured[1:3].tolist()
@@ -139,7 +139,7 @@ def test_bad_steps_are_one_line() -> None:
     with pytest.raises(UsageError, match="expected A:B"):
         StepRange.parse("two:five")
     with pytest.raises(InputError, match="keeps no cycle"):
-        load_input(SGLANG_DECODE, steps=StepRange.parse("500:"))
+        load_input(SGLANG_DECODE, ReadOptions(steps=StepRange.parse("500:")))
 
 
 def test_compare_takes_steps_on_both_doors(run_cli: Any) -> None:
@@ -155,4 +155,4 @@ def test_compare_takes_steps_on_both_doors(run_cli: Any) -> None:
 def test_cycle_range_is_refused_for_inputs_that_have_their_cycles() -> None:
     fixture = Path(__file__).resolve().parents[2] / "fixtures" / "gpt-infer-normal.json.gz"
     with pytest.raises(InputError, match="--steps A:B chooses among them"):
-        load_input(fixture, cycle_range="x")
+        load_input(fixture, ReadOptions(cycle_range="x"))

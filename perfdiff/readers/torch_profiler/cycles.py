@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfdiff.readers.cycle_range import CycleRange
 from perfdiff.readers.torch_profiler.columns import GpuColumns
 from perfdiff.readers.torch_profiler.events import BadTrace
 from perfdiff.readers.torch_profiler.spellings import CPU_RANGE, GPU_RANGE, STEP_OPERATOR
@@ -41,13 +42,10 @@ def cut_cycles(ranges: list[Range], cycle_range: str | None,
     """The cycles (spans) and how work is assigned to them ("launch" or "gpu")."""
     if cycle_range is None:
         return _step_cycles(ranges, warnings), "launch"
-    try:
-        pattern = re.compile(cycle_range)
-    except re.error:  # not a regular expression: the plain name only
-        pattern = re.compile(re.escape(cycle_range))
+    chosen = CycleRange.parse(cycle_range)  # not an expression: a usage error, every kind
     for kind, mode in ((CPU_RANGE, "launch"), (GPU_RANGE, "gpu")):
         found = sorted((start, end, dev, name) for cat, name, start, end, dev in ranges
-                       if cat == kind and (name == cycle_range or pattern.fullmatch(name)))
+                       if cat == kind and chosen.matches(name))
         if found:
             found = _outermost(found, kind, warnings)
             names = sorted({name for *_, name in found})
