@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,9 +72,15 @@ class CheckedInputs:
 
     paths: frozenset[str] = frozenset()
 
+    @classmethod
+    def of(cls, paths: Iterable[str | os.PathLike[str]]) -> CheckedInputs:
+        """The paths, spelled as :class:`Path` spells them (the commands get ``Path``s:
+        ``./a.json`` arrives as ``a.json``)."""
+        return cls(frozenset(os.fspath(Path(p)) for p in paths))
+
     def holds(self, path: str | os.PathLike[str]) -> bool:
         """Whether ``path`` was checked already."""
-        return os.fspath(path) in self.paths
+        return os.fspath(Path(path)) in self.paths
 
 
 __all__ = ["CheckedInputs", "require_input"]

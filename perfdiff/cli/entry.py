@@ -97,7 +97,7 @@ def main() -> None:
         print(f"perfdiff: error: {exc}", file=sys.stderr)
         sys.exit(exit_code_for(exc))
     # the door (readers.dispatch) takes these as checked: each input is checked once
-    checked = CheckedInputs(frozenset(inputs or ()))
+    checked = CheckedInputs.of(inputs or ())
     if inputs is not None and argv[0] == "compare":
         from perfdiff.cli.compare_run import parse_compare_args
 

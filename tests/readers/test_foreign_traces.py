@@ -20,8 +20,11 @@ from perfdiff.readers.dispatch import ReadOptions, load_input, open_input
 from perfdiff.readers.steps import StepRange
 from perfdiff.readers.torch_profiler.spellings import (
     CATEGORY_SPELLINGS,
+    GPU_KINDS,
     KERNEL,
     LAUNCH,
+    TORCH_OF_CATEGORY,
+    torch_of,
 )
 from tests.door import compare_inputs
 from tests.shared_data import missing_reason, shared
@@ -89,6 +92,49 @@ def test_a_torch_18_trace_is_read_as_gpu_work() -> None:
         load_input(TORCH18)
     message = str(caught.value)
     assert "only 4 launches" in message and "CPU-only" not in message
+
+
+def _categories(path: Path) -> set[str]:
+    import gzip
+    import json
+
+    events = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+    return {str(e.get("cat")) for e in events if isinstance(e, dict) and "cat" in e}
+
+
+def test_the_torch_era_table_holds_for_the_real_traces() -> None:
+    """Each era's spellings occur in a real trace of that era, and tell it apart."""
+    assert torch_of(_categories(TORCH18)) == "torch 1.8-1.9 by its category spellings"
+    for path in (SGLANG_DECODE, VLLM_DECODE):
+        assert torch_of(_categories(path)) == "torch >= 1.10 by its category spellings"
+    seen = _categories(TORCH18) | _categories(SGLANG_DECODE) | _categories(VLLM_DECODE)
+    assert {"Kernel", "Runtime", "kernel", "cuda_runtime"} <= seen & set(TORCH_OF_CATEGORY)
+    assert torch_of({"python_function"}) == "an unknown torch version (not recorded)"
+
+
+@pytest.mark.parametrize(("path", "era", "writer"), [
+    (TORCH18, "torch 1.8-1.9", "Kineto schema not given"),
+    (SGLANG_DECODE, "torch >= 1.10", "Kineto schema 1, HIP runtime"),
+])
+def test_a_trace_of_unknown_gpu_spellings_names_what_is_missing_and_its_torch(
+        path: Path, era: str, writer: str, tmp_path: Path, run_cli: Any) -> None:
+    """Item 6 of issue 24: the real trace with its GPU categories renamed, as a future Kineto
+    might write them: one line naming the categories looked for, those found, and the torch
+    (and Kineto, CUDA/HIP) that wrote it; exit 3, never a crash."""
+    import gzip
+    import json
+
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    for event in doc["traceEvents"]:
+        if isinstance(event, dict) and CATEGORY_SPELLINGS.get(event.get("cat", "")) in GPU_KINDS:
+            event["cat"] = "gpu_" + event["cat"] + "_v2"
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps(doc))
+    code, out, err = run_cli("kernels", str(renamed))
+    assert code == 3 and out == "" and err.count("\n") == 1, err
+    assert "no GPU events (no category of 'kernel', 'Kernel'" in err
+    assert "_v2 x" in err and f"written by {era} by its category spellings" in err
+    assert writer in err
 
 
 def test_the_spelling_table_covers_the_real_categories() -> None:
