@@ -54,6 +54,21 @@ def test_graph_replays_are_cut_by_gpu_start_and_no_cycle_is_empty(path: Path) ->
     assert any("graph replays" in w for w in run_file.collection.warnings)
 
 
+@pytest.mark.parametrize("path", [SGLANG_DECODE, SGLANG_BOTH, VLLM_DECODE, VLLM_BOTH])
+def test_a_detected_cycle_lasts_at_least_as_long_as_its_gpu_work(path: Path) -> None:
+    """SGLang prefill+decode launches eagerly and its CPU runs ahead of the GPU (0.76 ms
+    between launch periods, 13.7 ms of GPU work each, 440 ms behind by the end): cut on the
+    launches' clock, its cycles held 18 times their length of GPU work. Cut on the GPU's
+    clock, no cycle holds more work than it lasts (a kernel may end past its cycle's end)."""
+    run = load_input(path).runs[0]
+    k, cycles = run.kernels, run.cycles
+    length = cycles.end_ns - cycles.start_ns
+    busy = np.bincount(k.cycle[k.cycle >= 0], weights=(k.end_ns - k.start_ns)[k.cycle >= 0],
+                       minlength=int(cycles.index.max()) + 1)[cycles.index]
+    assert (busy <= 1.05 * length).all(), float((busy / length).max())
+    assert cycles.index.size >= 10
+
+
 @pytest.mark.parametrize(("decode", "both"), [(SGLANG_DECODE, SGLANG_BOTH),
                                               (VLLM_DECODE, VLLM_BOTH)])
 def test_a_decode_trace_is_quiet_against_itself_and_not_against_prefill(

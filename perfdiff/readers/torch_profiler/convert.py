@@ -95,8 +95,8 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         if replayed:
             warnings.append(f"{replayed} of {len(kernels.name)} kernels were launched by "
                             "CUDA/HIP graph replays (several kernels per launch)")
-        spans, mode = detected_cycles(kernels, names, launches, range_rows, warnings,
-                                       gpu_spans[0][0] if replayed else None)
+        spans, mode = detected_cycles(kernels, names, range_rows, warnings, gpu_spans[0][0],
+                                      replayed=bool(replayed))
     else:
         spans, mode = cut_cycles(range_rows, cycle_range, warnings)
     run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,
