@@ -36,7 +36,14 @@ edited or written by something else):
   concurrently and are exempt; so are kernels with no correlation id (0 or negative).
   Measured on every fixture and shared trace (bench/README.md, 2026-11-28): the largest
   overlap of different launches is 256 ns (fixtures/kineto/kineto-train-normal, clock
-  conversion); HTA's trace_diff/test.json.gz has graph kernels overlapping by up to 13 us.
+  conversion); HTA's trace_diff/test.json.gz has graph kernels overlapping by up to 13 us;
+- (issue 25) kernels of one launch (one correlation id > 0) lie in one cycle, where cycles
+  hold what was launched in them (perfdiff's collector and the Nsight Systems reader give each
+  kernel the cycle of its launch): a kernel given another launch's correlation id is damage.
+  Only a CUDA/HIP graph replays several kernels under one id (fixtures/cuda_graph: 71 launches
+  of 32 kernels, each launch in one cycle). Not for torch.profiler traces: cycles cut by GPU
+  time may split a replay, and the trace reader checks the launch call instead
+  (perfdiff.readers.torch_profiler.launches).
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ PCT_HIGH = 105.0  # a percentage of a peak; a little above 100 for sampling at c
 # Old Kineto writes whole microseconds: an end rounded up and the next start rounded down
 # overlap by up to 1 us; the largest overlap seen in a real recording is 256 ns.
 OVERLAP_TOLERANCE_NS = 1_000
+TRACE_WORKLOAD = "torch.profiler trace"  # the trace reader's workload name
 CYCLE_LIMIT_NS = 10**14  # 28 hours: no traced iteration lasts longer; 10^17 ns is 3 years
 FIX = "the file is damaged or was not written by perfdiff; re-record the run or re-copy the file"
 
@@ -95,6 +103,8 @@ def _check_run(run: Run, where: str, devices: set[int], run_file: RunFile) -> No
                                        or table.name_id.max() >= len(run_file.strings)):
                 raise _refuse(f"{label}:", "names a kernel outside the string table")
     check_stream_overlap(f"{where}.kernels", run.kernels)  # after the plainer faults above
+    if run_file.workload.name != TRACE_WORKLOAD:
+        check_one_cycle_per_launch(f"{where}.kernels", run.kernels)
     for k, metric in enumerate(run.metrics):
         label = f"{where}.metrics[{k}] ({metric.name})"
         _check_metric(label, metric, span, last_end if cycles.index.size else None)
@@ -152,7 +162,7 @@ def _cycles_are_user_ranges(run_file: RunFile) -> bool:
     two forward ranges 36 ms into each other). ProfilerStep#N, perfdiff's own cycle marks and
     detected periods never do."""
     params = run_file.workload.params
-    return run_file.workload.name == "torch.profiler trace" and \
+    return run_file.workload.name == TRACE_WORKLOAD and \
         params.get("cycles_from", "ProfilerStep#N") != "ProfilerStep#N"
 
 
@@ -205,6 +215,27 @@ def check_stream_overlap(label: str, table: KernelTable) -> None:
                       f"{OVERLAP_TOLERANCE_NS} ns)")
 
 
+def check_one_cycle_per_launch(label: str, table: KernelTable) -> None:
+    """Kernels sharing a correlation id > 0 (one launch) share a cycle (module docstring).
+
+    Kernels are written in launch order, so the ids are usually sorted already: then one
+    pass over adjacent rows; else one stable sort."""
+    corr = table.correlation_id
+    if corr.size < 2:
+        return
+    in_order = bool((corr[1:] >= corr[:-1]).all())
+    order = None if in_order else np.argsort(corr, kind="stable")
+    c = corr if order is None else corr[order]
+    cycle = table.cycle if order is None else table.cycle[order]
+    split = (c[1:] == c[:-1]) & (c[1:] > 0) & (cycle[1:] != cycle[:-1])
+    if split.any():
+        at = int(split.argmax()) + 1
+        row = at if order is None else int(order[at])
+        raise _refuse(f"{label} row {row}:", f"has correlation id {c[at]} (one launch) like "
+                      f"a kernel of cycle {cycle[at - 1]}, but is in cycle {cycle[at]} (the "
+                      "kernels of one launch belong to the cycle that launched them)")
+
+
 def _check_cycles(label: str, cycle: np.ndarray, indexes: np.ndarray) -> None:
     if not cycle.size:
         return
@@ -238,4 +269,5 @@ def _check_devices(label: str, device: np.ndarray, devices: set[int]) -> None:
                       f"environment does not list (devices {sorted(devices)})")
 
 
-__all__ = ["check_cycle_overlap", "check_run_file", "check_stream_overlap"]
+__all__ = ["TRACE_WORKLOAD", "check_cycle_overlap", "check_one_cycle_per_launch",
+           "check_run_file", "check_stream_overlap"]

@@ -83,8 +83,18 @@ def _pct_metric(d: dict[str, Any], value: float) -> None:
     metric["values"][len(metric["values"]) // 2] = value
 
 
+def two_cycles_share_a_launch(d: dict[str, Any]) -> None:
+    """A kernel of a later cycle given the correlation id of one of the first cycle: the run
+    file's cycle column stays as it was, the launch it names is another cycle's."""
+    k = d["runs"][0]["kernels"]
+    first = k["cycle"].index(d["runs"][0]["cycles"]["index"][0])
+    later = next(r for r, c in enumerate(k["cycle"]) if c not in (-1, k["cycle"][first]))
+    k["correlation_id"][later] = k["correlation_id"][first]
+
+
 RUN_CASES: dict[str, Callable[[dict[str, Any]], None]] = {
     "every kernel twice": every_kernel_twice,
+    "two cycles share a launch": two_cycles_share_a_launch,
     "kernels overlap on a stream": kernels_overlap_on_a_stream,
     "cycles overlap": cycles_overlap,
     "a cycle of 1e17 ns": cycle_of_1e17_ns,
@@ -151,8 +161,16 @@ def hardware_counter_5000_pct(t: dict[str, Any]) -> None:
     ]
 
 
+def two_steps_share_a_launch(t: dict[str, Any]) -> None:
+    """A kernel of the last step given the correlation of a kernel of the first step (whose
+    launch is a cudaLaunchKernel): it would be counted in the first step."""
+    kernels = [e for e in t["traceEvents"] if e.get("cat") == "kernel"]
+    kernels[-1]["args"]["correlation"] = kernels[0]["args"]["correlation"]
+
+
 TRACE_CASES: dict[str, Callable[[dict[str, Any]], None]] = {
     "every event twice": trace_events_twice,
+    "two steps share a launch": two_steps_share_a_launch,
     "ProfilerSteps overlap": profiler_steps_overlap,
     "hardware_counters 5,000 %": hardware_counter_5000_pct,
 }
@@ -166,3 +184,44 @@ def test_impossible_traces_are_refused(name: str, tmp_path: Path) -> None:
     with pytest.raises(InputError) as raised:
         load_input(path)
     assert str(path) in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_shared_correlation_names_both_events(tmp_path: Path) -> None:
+    trace = _trace()
+    two_steps_share_a_launch(trace)
+    path = _write(trace, tmp_path / "t.pt.trace.json.gz")
+    with pytest.raises(InputError, match=r"kernel at traceEvents\[\d+\] .* has correlation "
+                       r"\d+, as the kernel at traceEvents\[\d+\] does, but its launch "
+                       r"'cudaLaunchKernel' starts one kernel .*re-export"):
+        load_input(path)
+
+
+def test_kernels_of_one_launch_in_two_cycles_are_refused_in_any_order(
+        doc: dict[str, Any]) -> None:
+    """The rule's sort path: correlation ids not in launch order (rows reversed)."""
+    mutated = json.loads(json.dumps(doc))
+    two_cycles_share_a_launch(mutated)
+    k = mutated["runs"][0]["kernels"]
+    for column in k.values():
+        if isinstance(column, list):
+            column.reverse()
+    with pytest.raises(InputError, match=r"kernels row \d+: has correlation id \d+ \(one "
+                       r"launch\) like a kernel of cycle \d+, but is in cycle \d+"):
+        run_file_from_dict(mutated, source="r.json.gz")
+
+
+GRAPH_RUN = ROOT / "fixtures" / "cuda_graph" / "graph-bf16-pause-bug.json.gz"
+GRAPH_TRACES = sorted((ROOT / "fixtures" / "kineto" / "foreign").glob("*.json.gz"))
+
+
+@pytest.mark.parametrize("path", [GRAPH_RUN, *GRAPH_TRACES], ids=lambda p: p.name)
+def test_real_graph_replays_still_read(path: Path) -> None:
+    """The other side of the rule: perfdiff's own CUDA-graph recording (71 launches of 32
+    kernels) and the ROCm traces of vLLM/SGLang (hipGraphLaunch) read as before."""
+    if path.name.startswith("hta-torch18"):
+        pytest.skip("no steps: read with --cycle-range (tests/readers)")
+    run = load_input(path).runs[0]
+    corr = run.kernels.correlation_id
+    shared_ids = corr.size - len(set(corr.tolist()))
+    if "sglang-prefill" not in path.name:  # the one foreign trace without a graph replay
+        assert shared_ids > 0

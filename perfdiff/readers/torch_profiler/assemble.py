@@ -24,10 +24,11 @@ from perfdiff.schema.model import (
     Status,
 )
 from perfdiff.schema.model import Workload as WorkloadInfo
+from perfdiff.schema.sense import TRACE_WORKLOAD
 from perfdiff.schema.versions import CURRENT_VERSION
 
 SOURCE_NAME = "torch_profiler"  # Collection.sources entry that marks a converted trace
-WORKLOAD_NAME = "torch.profiler trace"
+WORKLOAD_NAME = TRACE_WORKLOAD  # the physical-sense rules tell a trace's cycles by it
 
 
 def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:

@@ -20,6 +20,7 @@ from perfdiff.readers.torch_profiler.events import (
     COUNTER_DECODER,
     EVENT_DECODER,
     LAUNCH_DECODER,
+    REEXPORT,
     BadTrace,
     Event,
     EventArgs,
@@ -38,7 +39,7 @@ from perfdiff.readers.torch_profiler.timestamps import us_text_to_ns, us_texts_t
 from perfdiff.schema.model import IntArray, MetricSeries
 
 
-def _int_value(value: Any, what: str, event: str) -> int:
+def _int_value(value: Any, what: str, event: str, at: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -46,14 +47,15 @@ def _int_value(value: Any, what: str, event: str) -> int:
             return int(value)
         except ValueError:
             pass
-    raise BadTrace(f"GPU event {event[:60]!r}: {what} {value!r} is not an integer")
+    raise BadTrace(f"GPU event at traceEvents[{at}] ({event[:60]!r}): {what} {value!r} is "
+                   f"not an integer; {REEXPORT}")
 
 
-def _int_values(values: list[Any], what: str, names: list[str]) -> list[int]:
+def _int_values(values: list[Any], what: str, names: list[str], at: list[int]) -> list[int]:
     """:func:`_int_value` of each; a list of plain ints (the usual case) is taken as it is."""
     if all(type(v) is int for v in values):
         return values
-    return [_int_value(v, what, name) for v, name in zip(values, names, strict=True)]
+    return [_int_value(v, what, name, i) for v, name, i in zip(values, names, at, strict=True)]
 
 
 _NO_ARGS = EventArgs()
@@ -73,31 +75,39 @@ class GpuColumns:
     nbytes: list[int] = field(default_factory=list)
     grid: list[int] = field(default_factory=list)  # x, y, z of each row, flat
     block: list[int] = field(default_factory=list)
+    event: list[int] = field(default_factory=list)  # position in traceEvents (error lines)
 
-    def add_all(self, events: list[Event]) -> None:
-        """Append the complete events (``ph`` "X") of a decoded list, a column at a time."""
-        events = [e for e in events if e.ph == "X"]
+    def add_all(self, events: list[Event], at: list[int]) -> None:
+        """Append the complete events (``ph`` "X") of a decoded list, a column at a time;
+        ``at``: their positions in ``traceEvents``."""
+        complete = [e.ph == "X" for e in events]
+        if not all(complete):
+            events = [e for e, keep in zip(events, complete, strict=True) if keep]
+            at = [i for i, keep in zip(at, complete, strict=True) if keep]
+        self.event += at
         # a kernel name (often 200+ characters) held once
         names = [sys.intern(e.name) for e in events]
         args = [e.args if isinstance(e.args, EventArgs) else _NO_ARGS for e in events]
         self.name += names
         pairs = list(zip(events, args, strict=True))
         self.device += _int_values([a.device if a.device is not None else e.pid
-                                    for e, a in pairs], "device (args.device or pid)", names)
+                                    for e, a in pairs], "device (args.device or pid)", names,
+                                   at)
         self.stream += _int_values([a.stream if a.stream is not None else e.tid
-                                    for e, a in pairs], "stream (args.stream or tid)", names)
+                                    for e, a in pairs], "stream (args.stream or tid)", names,
+                                   at)
         self.ts += [bytes(e.ts) for e in events]
         self.dur += [bytes(e.dur) or b"0" for e in events]
         corr = [a.correlation for a in args]
         self.correlation += _int_values([-1 if c is None else c for c in corr],
-                                        "correlation", names)
+                                        "correlation", names, at)
         self.nbytes += [_nbytes(a.bytes) for a in args]
         self.grid += _dim3s([a.grid for a in args])
         self.block += _dim3s([a.block for a in args])
 
     def spans(self, base_ns: int) -> tuple[IntArray, IntArray]:
         """Start and end (ns) of every row; end >= start is checked here, once."""
-        start, end = spans_ns(self.ts, self.dur, base_ns, "GPU event")
+        start, end = spans_ns(self.ts, self.dur, base_ns, "GPU event", self.event)
         return start, end
 
 
@@ -106,16 +116,38 @@ def _nbytes(value: Any) -> int:
             and value >= 0 else 0)
 
 
-def spans_ns(ts: list[bytes], dur: list[bytes], base_ns: int,
-           what: str) -> tuple[IntArray, IntArray]:
+def spans_ns(ts: list[bytes], dur: list[bytes], base_ns: int, what: str,
+             at: list[int] | None = None) -> tuple[IntArray, IntArray]:
+    """Start and end (ns) of each event; ``at`` (positions in ``traceEvents``) or the row
+    names the first bad one."""
     try:
         start = us_texts_to_ns(ts) + base_ns
         duration = us_texts_to_ns(dur)
     except ValueError as exc:
-        raise BadTrace(f"{what} with a bad time ({exc})") from None
+        row = _first_bad_time(ts, dur)
+        raise BadTrace(f"{what}{_where(at, row)} with a bad time ({exc}); {REEXPORT}") from None
     if duration.size and int(duration.min()) < 0:
-        raise BadTrace(f"a {what} ends before it starts (dur {int(duration.min())} ns)")
+        row = int(duration.argmin())
+        raise BadTrace(f"{what}{_where(at, row)} ends before it starts (dur "
+                       f"{int(duration[row])} ns); {REEXPORT}")
     return start, start + duration
+
+
+def _where(at: list[int] | None, row: int | None) -> str:
+    if row is None:
+        return ""
+    return f" at traceEvents[{at[row]}]" if at is not None else f" (#{row + 1} of its kind)"
+
+
+def _first_bad_time(ts: list[bytes], dur: list[bytes]) -> int | None:
+    """The first row whose time does not parse (the error path only: one call per row)."""
+    for row, (t, d) in enumerate(zip(ts, dur, strict=True)):
+        try:
+            us_text_to_ns(t)
+            us_text_to_ns(d)
+        except ValueError:
+            return row
+    return None
 
 
 def _dim3(value: Any) -> tuple[int, int, int]:
@@ -158,6 +190,7 @@ class _Gathered:
     ranges: _Ranges = field(default_factory=_Ranges)
     launch_corr: list[int] = field(default_factory=list)
     launch_ts: list[bytes] = field(default_factory=list)
+    launch_name: list[str] = field(default_factory=list)  # the API called (interned)
     cpu_pids: dict[int, int] = field(default_factory=dict)
     profiler_ranges: int = 0
     categories: dict[str, int] = field(default_factory=dict)
@@ -172,8 +205,11 @@ def gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
     out = _Gathered()
     kept = sort_events(events)
     for cat, columns in ((KERNEL, out.kernels), (MEMCPY, out.copies), (MEMSET, out.sets)):
+        at, done = kept.gpu_at[cat], 0
         for chunk in _chunks(kept.gpu[cat]):
-            columns.add_all(decode_kept(chunk, EVENT_DECODER))
+            positions = at[done:done + len(chunk)]
+            done += len(chunk)
+            columns.add_all(decode_kept(chunk, EVENT_DECODER, positions), positions)
     for chunk in _chunks(kept.launches):
         _add_launches(out, decode_kept(chunk, LAUNCH_DECODER))
     for kind, raws in kept.ranges.items():
@@ -202,10 +238,11 @@ def _add_launches(out: _Gathered, events: list[Launch]) -> None:
     """Launch events (cuda_runtime/cuda_driver, HIP's): correlation -> launch time, and which
     CPU process launched (the run's pid: the one that launched most)."""
     args = [e.args for e in events]
-    with_corr = [(a.correlation, e.ts) for e, a in zip(events, args, strict=True)
+    with_corr = [(a.correlation, e.ts, e.name) for e, a in zip(events, args, strict=True)
                  if isinstance(a, LaunchArgs) and isinstance(a.correlation, int)]
-    out.launch_corr += [c for c, _ in with_corr]
-    out.launch_ts += [bytes(ts) for _, ts in with_corr]
+    out.launch_corr += [c for c, _, _ in with_corr]
+    out.launch_ts += [bytes(ts) for _, ts, _ in with_corr]
+    out.launch_name += [sys.intern(name) for _, _, name in with_corr]
     # counted in C; first seen first, as the pids are met in the file
     for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
         out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n

@@ -25,6 +25,7 @@ from perfdiff.readers.torch_profiler.cycles import (
     launch_times,
 )
 from perfdiff.readers.torch_profiler.events import BadTrace
+from perfdiff.readers.torch_profiler.launches import check_shared_correlations
 from perfdiff.readers.torch_profiler.metadata import TraceMeta, device_for
 from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings
 from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
@@ -77,6 +78,7 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
                    f"{meta.writer}); record with torch.profiler.ProfilerActivity.CUDA on a "
                    "GPU, or report the categories above")
     gpu_spans = [cols.spans(base_ns) for cols in (kernels, copies, sets)]  # checked first
+    check_shared_correlations(kernels, launch_corr, gathered.launch_name)
     try:
         launch_ns = us_texts_to_ns(launch_ts) + base_ns
     except ValueError as exc:

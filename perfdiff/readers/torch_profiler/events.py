@@ -122,6 +122,7 @@ class _Sorted(msgspec.Struct, gc=False):
     the others that the reader reports."""
 
     gpu: dict[str, list[msgspec.Raw]]  # kernel / gpu_memcpy / gpu_memset, in file order
+    gpu_at: dict[str, list[int]]  # their positions in traceEvents, for the error lines
     launches: list[msgspec.Raw]
     ranges: dict[str, list[msgspec.Raw]]  # user_annotation, gpu_user_annotation, operator
     counters: list[msgspec.Raw]  # hardware_counters samples (ph "C")
@@ -162,6 +163,7 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     """
     kind_of = _KIND_DECODER.decode
     gpu: dict[str, list[msgspec.Raw]] = {kind: [] for kind in GPU_KINDS}
+    gpu_at: dict[str, list[int]] = {kind: [] for kind in GPU_KINDS}
     launches: list[msgspec.Raw] = []
     ranges: dict[str, list[msgspec.Raw]] = {CPU_RANGE: [], GPU_RANGE: [], STEP_OPERATOR: []}
     counters: list[msgspec.Raw] = []
@@ -169,7 +171,7 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     profiler_ranges = 0
     spelling = CATEGORY_SPELLINGS  # one dict lookup turns away most CPU-side events
     try:
-        for raw in raws:
+        for position, raw in enumerate(raws):
             event = _decode_replacing(kind_of, raw)
             cat = event.cat
             if cat not in spelling:
@@ -177,6 +179,7 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
             kind = spelling[cat]
             if kind in gpu:
                 gpu[kind].append(raw)
+                gpu_at[kind].append(position)
             elif kind == LAUNCH:
                 launches.append(raw)
             elif kind == STEP_OPERATOR:
@@ -197,12 +200,14 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
         categories = dict(Counter(_decode_replacing(kind_of, raw).cat for raw in raws))
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
-    return _Sorted(gpu, launches, ranges, counters, profiler_ranges, categories)
+    return _Sorted(gpu, gpu_at, launches, ranges, counters, profiler_ranges, categories)
 
 
-def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> list[_T]:
+def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T],
+                at: list[int] | None = None) -> list[_T]:
     """Decode kept slices (GPU, annotation or launch events) with ``decoder``; the list of
-    slices is emptied, so that each is freed with its event."""
+    slices is emptied, so that each is freed with its event. ``at``: their positions in
+    ``traceEvents`` (GPU events), named in the error line."""
     decode = decoder.decode
     try:
         try:
@@ -210,9 +215,10 @@ def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> l
         except UnicodeDecodeError:  # a name that is not UTF-8: kept, with U+FFFD for its bytes
             events = [_decode_replacing(decode, raw) for raw in raws]
     except msgspec.ValidationError as exc:
-        shown = next((bytes(raw)[:80].decode("utf-8", "replace") for raw in raws
-                      if not _decodes(decode, raw)), "")
-        raise BadTrace(f"malformed trace event ({exc}; the event begins {shown!r}); "
+        bad = next((i for i, raw in enumerate(raws) if not _decodes(decode, raw)), None)
+        shown = "" if bad is None else bytes(raws[bad])[:80].decode("utf-8", "replace")
+        where = f" at traceEvents[{at[bad]}]" if at is not None and bad is not None else ""
+        raise BadTrace(f"malformed trace event{where} ({exc}; the event begins {shown!r}); "
                        f"{REEXPORT}") from None
     del raws[:]
     return events
