@@ -86,7 +86,8 @@ def option_cases(inputs: Inputs) -> list[Case]:
     values = ["nan", "-nan", "inf", "-inf", "Infinity", "1e308", "1e400", "-1"]
     first = {"compare": [str(inputs.run), str(inputs.run_b)], "bench": [str(inputs.run)],
              "kernels": [str(inputs.run)], "collect": ["gpt-infer"],
-             "ranks": [str(inputs.ranks)]}
+             "ranks": [str(inputs.ranks)], "merge": [str(inputs.run), str(inputs.run_b)],
+             "import": [str(inputs.trace)]}
     cases = []
     for command, limits in sorted(OPTION_LIMITS.items()):
         for option, limit in sorted(limits.items()):
