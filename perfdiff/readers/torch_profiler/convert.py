@@ -14,7 +14,12 @@ from dataclasses import dataclass, field, replace
 import msgspec
 import numpy as np
 
-from perfdiff.readers.torch_profiler.columns import GpuColumns, gather, spans_ns
+from perfdiff.readers.torch_profiler.columns import (
+    GpuColumns,
+    first_bad_time,
+    gather,
+    spans_ns,
+)
 from perfdiff.readers.torch_profiler.cycles import (
     NO_LAUNCH,
     CycleSpans,
@@ -24,7 +29,7 @@ from perfdiff.readers.torch_profiler.cycles import (
     has_steps,
     launch_times,
 )
-from perfdiff.readers.torch_profiler.events import BadTrace
+from perfdiff.readers.torch_profiler.events import REEXPORT, BadTrace
 from perfdiff.readers.torch_profiler.launches import check_shared_correlations
 from perfdiff.readers.torch_profiler.metadata import TraceMeta, device_for
 from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings
@@ -82,11 +87,14 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
     try:
         launch_ns = us_texts_to_ns(launch_ts) + base_ns
     except ValueError as exc:
-        raise BadTrace(f"launch event with a bad time ({exc})") from None
+        row = first_bad_time(launch_ts)
+        where = "" if row is None else f" at traceEvents[{gathered.launch_at[row]}]"
+        raise BadTrace(f"launch event{where} with a bad time ({exc}); {REEXPORT}") from None
     launches = dict(zip(launch_corr, launch_ns.tolist(), strict=True))
     names = sorted(set(kernels.name))
     warnings: list[str] = []
-    range_start, range_end = spans_ns(ranges.ts, ranges.dur, base_ns, "annotation range")
+    range_start, range_end = spans_ns(ranges.ts, ranges.dur, base_ns, "annotation range",
+                                      ranges.at)
     range_rows = list(zip(ranges.cat, ranges.name, range_start.tolist(), range_end.tolist(),
                           ranges.device, strict=True))
     if cycle_range is None and not has_steps(range_rows):

@@ -7,6 +7,7 @@ says it is needed (GPU, launch, annotation); CPU-side events are only counted.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from typing import Any, TypeVar
 
@@ -122,10 +123,12 @@ class _Sorted(msgspec.Struct, gc=False):
     the others that the reader reports."""
 
     gpu: dict[str, list[msgspec.Raw]]  # kernel / gpu_memcpy / gpu_memset, in file order
-    gpu_at: dict[str, list[int]]  # their positions in traceEvents, for the error lines
     launches: list[msgspec.Raw]
     ranges: dict[str, list[msgspec.Raw]]  # user_annotation, gpu_user_annotation, operator
     counters: list[msgspec.Raw]  # hardware_counters samples (ph "C")
+    # positions in traceEvents of the kept events, by kind (GPU kinds, LAUNCH, the range
+    # kinds, COUNTERS), for the error lines: 8 bytes an event
+    at: dict[str, array[int]]
     profiler_ranges: int  # cuda_profiler_range events (their trace has no kernels)
     categories: dict[str, int]  # categories and counts, of a trace without GPU events only
 
@@ -163,7 +166,9 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     """
     kind_of = _KIND_DECODER.decode
     gpu: dict[str, list[msgspec.Raw]] = {kind: [] for kind in GPU_KINDS}
-    gpu_at: dict[str, list[int]] = {kind: [] for kind in GPU_KINDS}
+    at: dict[str, array[int]] = {kind: array("q") for kind in (*GPU_KINDS, LAUNCH, CPU_RANGE,
+                                                                 GPU_RANGE, STEP_OPERATOR,
+                                                                 COUNTERS)}
     launches: list[msgspec.Raw] = []
     ranges: dict[str, list[msgspec.Raw]] = {CPU_RANGE: [], GPU_RANGE: [], STEP_OPERATOR: []}
     counters: list[msgspec.Raw] = []
@@ -179,32 +184,35 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
             kind = spelling[cat]
             if kind in gpu:
                 gpu[kind].append(raw)
-                gpu_at[kind].append(position)
             elif kind == LAUNCH:
                 launches.append(raw)
             elif kind == STEP_OPERATOR:
-                if _STEP_BYTES in bytes(raw):
-                    ranges[kind].append(raw)
+                if _STEP_BYTES not in bytes(raw):
+                    continue
+                ranges[kind].append(raw)
             elif kind in ranges:
                 ranges[kind].append(raw)
             elif kind == COUNTERS:
-                if event.ph == "C":
-                    counters.append(raw)
+                if event.ph != "C":
+                    continue
+                counters.append(raw)
             else:
                 profiler_ranges += 1
+                continue
+            at[kind].append(position)
     except msgspec.ValidationError as exc:
         where = next((i for i, raw in enumerate(raws) if not _decodes(kind_of, raw)), None)
-        at = "" if where is None else f" at traceEvents[{where}]"
-        raise BadTrace(f"malformed trace event{at} ({exc}); {REEXPORT}") from None
+        shown = "" if where is None else f" at traceEvents[{where}]"
+        raise BadTrace(f"malformed trace event{shown} ({exc}); {REEXPORT}") from None
     if not any(gpu.values()):  # the error line lists the categories: counted only then
         categories = dict(Counter(_decode_replacing(kind_of, raw).cat for raw in raws))
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
-    return _Sorted(gpu, gpu_at, launches, ranges, counters, profiler_ranges, categories)
+    return _Sorted(gpu, launches, ranges, counters, at, profiler_ranges, categories)
 
 
 def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T],
-                at: list[int] | None = None) -> list[_T]:
+                at: array[int] | None = None) -> list[_T]:
     """Decode kept slices (GPU, annotation or launch events) with ``decoder``; the list of
     slices is emptied, so that each is freed with its event. ``at``: their positions in
     ``traceEvents`` (GPU events), named in the error line."""
