@@ -180,6 +180,9 @@ def impossible_trace_cases(inputs: Inputs, folder: Path) -> list[Case]:
     device = json.loads(json.dumps(inputs.trace_doc))
     next(e for e in device["traceEvents"] if e.get("cat") == "kernel")["args"]["device"] = 2**70
     docs["device 2**70"] = json.dumps(device).encode()
+    based = json.loads(json.dumps(inputs.trace_doc))
+    based["baseTimeNanoseconds"] = 1e30
+    docs["baseTimeNanoseconds 1e30"] = json.dumps(based).encode()
     docs["bomb"] = _bomb()
     for name, data in sorted(docs.items()):
         path = folder / f"trace-{name.replace(' ', '-')}.json"

@@ -31,6 +31,11 @@ SOURCE_NAME = "torch_profiler"  # Collection.sources entry that marks a converte
 WORKLOAD_NAME = TRACE_WORKLOAD  # the physical-sense rules tell a trace's cycles by it
 
 
+def run_order(parts: list[RankData]) -> list[RankData]:
+    """The parts in the order of the run file's runs (by rank; one trace without a rank)."""
+    return sorted(parts, key=lambda p: -1 if p.rank is None else p.rank)
+
+
 def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:
     names: list[str] = sorted({n for part in parts for n in part.names})
     ids = {n: i for i, n in enumerate(names)}
@@ -45,7 +50,7 @@ def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:
     runs: list[Run] = []
     devices: dict[int, DeviceInfo] = {}
     rank_notes: list[str] = []
-    for part in sorted(parts, key=lambda p: -1 if p.rank is None else p.rank):
+    for part in run_order(parts):
         run = _renamed(part.run, part.names, ids)
         if ranked:
             assert part.rank is not None

@@ -8,7 +8,7 @@ means; it knows nothing of files or of several ranks.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import msgspec
@@ -62,6 +62,9 @@ class RankData:
     metric_names: list[str] = field(default_factory=list)
     sample_interval_ns: int = 0
     cycles_from: str = ""
+    # the traceEvents index of each row of the run's kernels / memcpy / memset, for the
+    # run-file rules' error lines
+    events: dict[str, Sequence[int]] = field(default_factory=dict)
 
 
 def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str | None) -> RankData:
@@ -121,6 +124,7 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
         warnings=warnings, metric_names=sorted({m.name for m in metrics}),
         sample_interval_ns=interval, cycles_from=spans.source,
+        events={"kernels": kernels.event, "memcpy": copies.event, "memset": sets.event},
     )
 
 
@@ -144,15 +148,25 @@ def _build_run(kernels: GpuColumns, copies: GpuColumns, sets: GpuColumns,
     name_ids = {name: i for i, name in enumerate(names)}
     tables: list[tuple[GpuColumns, IntArray, IntArray, IntArray, IntArray]] = []
     unmatched_total = 0
+    unmatched_kernels = 0
     for cols, (start, end) in zip((kernels, copies, sets), gpu_spans, strict=True):
         devices = np.asarray(cols.device, dtype=np.int64)
         if mode in ("gpu", "gpu-start"):
             when = start
         else:
             when = launch_times(cols.correlation, launches)
-            unmatched_total += int((when == NO_LAUNCH).sum())
+            unmatched = int((when == NO_LAUNCH).sum())
+            unmatched_total += unmatched
+            unmatched_kernels += unmatched if cols is kernels else 0
         tables.append((cols, devices, start, end, assign_cycles(spans, when, devices)))
     total = len(kernels.name) + len(copies.name) + len(sets.name)
+    if mode == "launch" and unmatched_kernels and unmatched_kernels == len(kernels.name):
+        # every kernel outside every step while copies are in them: a report of copies only
+        raise BadTrace(f"none of the {unmatched_kernels} kernels has a matching launch "
+                       "(cuda_runtime/cuda_driver event with the same args.correlation), so "
+                       "no kernel can be put in a step; record with ProfilerActivity.CPU as "
+                       "well as CUDA (if it was, the trace was edited or damaged: re-export "
+                       "it)")
     if mode == "launch" and unmatched_total:
         if unmatched_total == total:
             raise BadTrace(f"none of the {total} GPU events has a matching launch (cuda_runtime/"
