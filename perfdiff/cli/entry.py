@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from perfdiff.cli.bare_options import expand_bare_options
 from perfdiff.cli.compare_run import OPTIONS as COMPARE_OPTIONS
+from perfdiff.cli.input_limit import take_input_limit
 from perfdiff.cli.option_limits import check_numeric_options
 from perfdiff.errors import PerfdiffError, exit_code_for
 from perfdiff.inputs import CheckedInputs, require_input
@@ -87,9 +88,9 @@ def input_arguments(argv: list[str]) -> list[str] | None:
 def main() -> None:
     """Check the inputs, then run a plain ``compare`` line without typer
     (``perfdiff.cli.compare_run``), anything else through the app (``perfdiff.cli.app.main``)."""
-    argv = sys.argv[1:]
-    inputs = input_arguments(argv)
     try:
+        argv = take_input_limit(sys.argv[1:])  # the app takes it out of sys.argv again
+        inputs = input_arguments(argv)
         check_numeric_options(argv)
         for path in inputs or ():
             require_input(path, folder_ok=argv[0] in FOLDERS_OK)

@@ -183,10 +183,24 @@ def _int_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.int64]]:
     try:
         arr = np.asarray(value, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        raise _Malformed(f"field '{where}' should hold only integers") from None
+        raise _Malformed(f"field '{where}' should hold only integers"
+                         + _first_bad_row(value, np.int64)) from None
     if arr.ndim != 1:
         raise _Malformed(f"field '{where}' should be a flat list")
     return arr
+
+
+def _first_bad_row(values: list[Any], dtype: type[np.generic]) -> str:
+    """`` (row N holds X)`` for the first value numpy cannot take as ``dtype`` (the error path
+    only: one conversion per value), so the line names the record, not only the column."""
+    for row, item in enumerate(values):
+        try:
+            one = np.asarray([item], dtype=dtype).shape == (1,)  # a list in a cell: (1, n)
+        except (TypeError, ValueError, OverflowError):
+            one = False
+        if not one:
+            return f" (row {row} holds {repr(item)[:40]})"
+    return ""
 
 
 def _float_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -198,7 +212,9 @@ def _float_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.float64]
         # null encodes NaN (strict JSON has no NaN)
         arr = np.asarray([math.nan if v is None else v for v in value], dtype=np.float64)
     except (TypeError, ValueError):
-        raise _Malformed(f"field '{where}' should hold only numbers or null") from None
+        raise _Malformed(f"field '{where}' should hold only numbers or null"
+                         + _first_bad_row([0.0 if v is None else v for v in value],
+                                          np.float64)) from None
     if arr.ndim != 1:
         raise _Malformed(f"field '{where}' should be a flat list")
     return arr

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from perfdiff.errors import InputError
 from perfdiff.readers.cycle_range import CycleRange
-from perfdiff.readers.torch_profiler.assemble import assemble_run_file
+from perfdiff.readers.torch_profiler.assemble import assemble_run_file, run_order
 from perfdiff.readers.torch_profiler.convert import RankData, convert_trace
-from perfdiff.readers.torch_profiler.events import BadTrace
+from perfdiff.readers.torch_profiler.events import REEXPORT, BadTrace
 from perfdiff.readers.torch_profiler.files import decode_trace, file_bytes, rank_files_in
 from perfdiff.readers.torch_profiler.metadata import trace_metadata
 from perfdiff.schema.model import RunFile
@@ -57,7 +57,10 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
         raise InputError("no torch.profiler trace given")
     parts = [_read_one(p, cycle_range) for p in files]
     run_file = assemble_run_file(parts, [str(p) for p in files])
-    check_run_file(run_file, ", ".join(str(p) for p in files))  # the run-file rules, once
+    events = {(position, table): rows for position, part in enumerate(run_order(parts))
+              for table, rows in part.events.items()}
+    check_run_file(run_file, ", ".join(str(p) for p in files), events=events,
+                   fix=REEXPORT)  # the run-file rules, once, naming the trace's events
     if left_out:
         note = (f"{len(left_out)} rank file(s) left out (--allow-missing-ranks): "
                 + "; ".join(f"{path.name}: {why}" for path, why in left_out[:5]))
