@@ -41,6 +41,8 @@ class CompareOptions:
     # added by the statistics (issue 6): the same assumption for GPU idle, in % of the *cycle*
     # time (idle is the remainder of the cycle and moves with it); None: run_cv_pct
     idle_run_cv_pct: float | None = None
+    # the unit of a row (grouping.py): kernel, family, op (launching framework op) or module
+    by: str = "kernel"
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from perfdiff.readers.torch_profiler.events import (
     decode_kept,
     sort_events,
 )
+from perfdiff.readers.torch_profiler.ops import HostRanges, host_ops
 from perfdiff.readers.torch_profiler.spellings import (
     KERNEL,
     MEMCPY,
@@ -158,6 +159,9 @@ class _Gathered:
     ranges: _Ranges = field(default_factory=_Ranges)
     launch_corr: list[int] = field(default_factory=list)
     launch_ts: list[bytes] = field(default_factory=list)
+    launch_pid: list[int | str] = field(default_factory=list)  # the launching thread (ops.py)
+    launch_tid: list[int | str] = field(default_factory=list)
+    host_ops: HostRanges = field(default_factory=lambda: HostRanges([], [], [], [], []))
     cpu_pids: dict[int, int] = field(default_factory=dict)
     profiler_ranges: int = 0
     categories: dict[str, int] = field(default_factory=dict)
@@ -176,6 +180,7 @@ def gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
             columns.add_all(decode_kept(chunk, EVENT_DECODER))
     for chunk in _chunks(kept.launches):
         _add_launches(out, decode_kept(chunk, LAUNCH_DECODER))
+    out.host_ops = host_ops(kept.host_ops)
     for kind, raws in kept.ranges.items():
         _add_ranges(out.ranges, kind, decode_kept(raws, EVENT_DECODER))
     out.profiler_ranges = kept.profiler_ranges
@@ -202,10 +207,12 @@ def _add_launches(out: _Gathered, events: list[Launch]) -> None:
     """Launch events (cuda_runtime/cuda_driver, HIP's): correlation -> launch time, and which
     CPU process launched (the run's pid: the one that launched most)."""
     args = [e.args for e in events]
-    with_corr = [(a.correlation, e.ts) for e, a in zip(events, args, strict=True)
+    with_corr = [(a.correlation, e) for e, a in zip(events, args, strict=True)
                  if isinstance(a, LaunchArgs) and isinstance(a.correlation, int)]
     out.launch_corr += [c for c, _ in with_corr]
-    out.launch_ts += [bytes(ts) for _, ts in with_corr]
+    out.launch_ts += [bytes(e.ts) for _, e in with_corr]
+    out.launch_pid += [e.pid for _, e in with_corr]
+    out.launch_tid += [e.tid for _, e in with_corr]
     # counted in C; first seen first, as the pids are met in the file
     for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
         out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n

@@ -26,6 +26,7 @@ from perfdiff.readers.torch_profiler.cycles import (
 )
 from perfdiff.readers.torch_profiler.events import BadTrace
 from perfdiff.readers.torch_profiler.metadata import TraceMeta, device_for
+from perfdiff.readers.torch_profiler.ops import LaunchThreads, kernel_ops
 from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings
 from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
 from perfdiff.schema.model import (
@@ -56,6 +57,7 @@ class RankData:
     metric_names: list[str] = field(default_factory=list)
     sample_interval_ns: int = 0
     cycles_from: str = ""
+    op_labels: list[str] = field(default_factory=list)  # what kernels.op_id/module_id index
 
 
 def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str | None) -> RankData:
@@ -102,6 +104,13 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
                      cpu_pids)
     if metrics:
         run = replace(run, metrics=metrics)
+    linked = kernel_ops(gathered.host_ops, LaunchThreads(launch_corr, gathered.launch_pid,
+                                                         gathered.launch_tid, launch_ns),
+                        kernels.correlation, base_ns)
+    if gathered.host_ops.name:  # a trace without ops (ProfilerActivity.CUDA only) says nothing
+        run = replace(run, kernels=replace(run.kernels, op_id=linked.op_id,
+                                           module_id=linked.module_id if linked.with_modules
+                                           else None))
     used = sorted(set(kernels.device) | set(copies.device) | set(sets.device))
     devices = [replace(device_for(d, meta.devices, warnings), index=d) for d in used]
     run = replace(run, rank=meta.rank)
@@ -110,7 +119,7 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         schema_version=meta.schema_version, driver_version=meta.driver_version,
         cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
         warnings=warnings, metric_names=sorted({m.name for m in metrics}),
-        sample_interval_ns=interval, cycles_from=spans.source,
+        sample_interval_ns=interval, cycles_from=spans.source, op_labels=linked.labels,
     )
 
 
