@@ -228,7 +228,8 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
     from perfdiff.schema.shards import is_sharded_run
 
     read = ReadOptions(cycle_range=cycle_range,
-                       steps=None if steps is None else StepRange.parse(steps))
+                       steps=None if steps is None else StepRange.parse(steps),
+                       ops=options is not None and options.by in ("op", "module"))
     if is_sharded_run(normal) or is_sharded_run(abnormal):
         from perfdiff.engine.run import compare_sharded
         from perfdiff.engine.settings import EngineSettings

@@ -63,8 +63,8 @@ def import_trace(
                                  "an nsys export; give a file written by export_chrome_trace "
                                  "or tensorboard_trace_handler, or one `nsys export --type "
                                  "sqlite` file")
-        run_file = read_torch_profiler(traces, cycle_range=cycle_range,
-                                       allow_missing_ranks=allow_missing_ranks)
+        run_file = read_torch_profiler(traces, cycle_range=cycle_range,  # ops: --by op later
+                                       allow_missing_ranks=allow_missing_ranks, ops=True)
     run_file = replace(run_file, created_unix_s=round(time.time(), 3))
     if shards:
         from perfdiff.schema.shards import write_shards

@@ -39,6 +39,9 @@ class ReadOptions:
 
     cycle_range: str | None = None
     steps: StepRange | None = None
+    # link each kernel of a trace to its launching op and module (--by op|module): a third of
+    # a trace's reading time, so only when asked (readers/torch_profiler/ops.py)
+    ops: bool = False
 
 
 @dataclass(frozen=True)
@@ -53,7 +56,7 @@ class InputKind:
 
 
 def _read_trace(path: Path, options: ReadOptions) -> LoadedInput:
-    run_file = read_torch_profiler([path], cycle_range=options.cycle_range)
+    run_file = read_torch_profiler([path], cycle_range=options.cycle_range, ops=options.ops)
     return LoadedInput(str(path), IMPORTED_KIND, run_file=run_file)
 
 

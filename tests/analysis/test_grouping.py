@@ -74,7 +74,7 @@ def test_by_module_on_a_trace_without_modules_says_so() -> None:
 
 
 def test_unknown_ops_go_to_a_row_that_says_so() -> None:
-    rf = read_torch_profiler([KINETO / "foreign" / "vllm-decode-full.json.gz"])
+    rf = read_torch_profiler([KINETO / "foreign" / "vllm-decode-full.json.gz"], ops=True)
     grouped = grouped_run_file(rf, "op", "vllm")
     names = [s.demangled for s in grouped.strings]
     assert NO_OP_LABEL in names

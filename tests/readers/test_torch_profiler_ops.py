@@ -40,7 +40,8 @@ def _gemm_ops(run_file: RunFile) -> set[str]:
 
 def test_the_timm_gemms_are_launched_by_linear_addmm_and_its_backward_mm() -> None:
     for precision in ("bf16", "fp32"):
-        rf = read_torch_profiler([KINETO / f"timm-vit-{precision}.pt.trace.json.gz"])
+        rf = read_torch_profiler([KINETO / f"timm-vit-{precision}.pt.trace.json.gz"],
+                                 ops=True)
         ops = _gemm_ops(rf)
         assert "aten::linear > aten::addmm" in ops, precision
         assert "AddmmBackward0 > aten::mm" in ops, precision
@@ -50,8 +51,8 @@ def test_the_timm_gemms_are_launched_by_linear_addmm_and_its_backward_mm() -> No
 
 
 def test_gpt2_sdpa_and_eager_attention_ops() -> None:
-    sdpa = _op_time(read_torch_profiler([KINETO / "gpt2-generate-sdpa.pt.trace.json.gz"]))
-    eager = _op_time(read_torch_profiler([KINETO / "gpt2-generate-eager.pt.trace.json.gz"]))
+    sdpa, eager = (_op_time(read_torch_profiler([KINETO / f"gpt2-generate-{v}.pt.trace.json.gz"],
+                                                ops=True)) for v in ("sdpa", "eager"))
     attention = [op for op in sdpa if op.startswith("aten::scaled_dot_product_attention > ")]
     assert attention and sdpa[attention[0]] > 0
     assert not any(op.startswith("aten::scaled_dot_product_attention") for op in eager)
@@ -63,7 +64,7 @@ def test_gpt2_sdpa_and_eager_attention_ops() -> None:
 @pytest.mark.parametrize("gpu", ["h100", "mi300"])
 def test_tracelens_traces_have_ops_and_module_paths(gpu: str) -> None:
     """with_stack traces: every frame is a python_function; only nn.Module ones are modules."""
-    rf = read_torch_profiler([KINETO / "tracelens" / f"{gpu}-bert-small.json.gz"])
+    rf = read_torch_profiler([KINETO / "tracelens" / f"{gpu}-bert-small.json.gz"], ops=True)
     ops, modules = _op_time(rf), _op_time(rf, "module_id")
     assert ops["aten::linear > aten::addmm"] == max(ops.values())
     assert any(op.startswith("aten::scaled_dot_product_attention > ") for op in ops)
@@ -73,7 +74,7 @@ def test_tracelens_traces_have_ops_and_module_paths(gpu: str) -> None:
 
 
 def test_ops_survive_save_and_load() -> None:
-    rf = read_torch_profiler([KINETO / "timm-vit-bf16.pt.trace.json.gz"])
+    rf = read_torch_profiler([KINETO / "timm-vit-bf16.pt.trace.json.gz"], ops=True)
     back = run_file_from_dict(run_file_to_dict(rf), source="<memory>")
     assert back.ops == rf.ops
     k, k2 = rf.runs[0].kernels, back.runs[0].kernels
@@ -84,10 +85,15 @@ def test_ops_survive_save_and_load() -> None:
 def test_graph_replayed_kernels_have_no_op() -> None:
     """vLLM's full-graph decode: one hipGraphLaunch runs 421 of 425 kernels; the launch ran
     under no cpu_op, so those kernels are unknown (-1) rather than given a guessed op."""
-    rf = read_torch_profiler([KINETO / "foreign" / "vllm-decode-full.json.gz"])
+    rf = read_torch_profiler([KINETO / "foreign" / "vllm-decode-full.json.gz"], ops=True)
     ops = _op_time(rf)
     assert ops["?"] > 0.9 * sum(ops.values())
     assert "vllm::rocm_unquantized_gemm > aten::mm" in ops
+
+
+def test_ops_are_linked_only_when_asked() -> None:
+    rf = read_torch_profiler([KINETO / "timm-vit-bf16.pt.trace.json.gz"])
+    assert rf.runs[0].kernels.op_id is None and rf.ops == ()
 
 
 @pytest.mark.parametrize(("outer", "inner", "label"), [

@@ -169,10 +169,10 @@ class _Gathered:
     sample_interval_ns: int = 0
 
 
-def gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
+def gather(events: list[msgspec.Raw], base_ns: int, *, ops: bool = False) -> _Gathered:
     """The one pass over the events, then each kept kind decoded into its columns. A function
     of its own so that its last decoded event (whose raw ``ts`` holds the whole file) is gone
-    when it returns; ``events`` is emptied."""
+    when it returns; ``events`` is emptied. ``ops``: decode the host ops too (ops.py)."""
     out = _Gathered()
     kept = sort_events(events)
     for cat, columns in ((KERNEL, out.kernels), (MEMCPY, out.copies), (MEMSET, out.sets)):
@@ -180,7 +180,9 @@ def gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
             columns.add_all(decode_kept(chunk, EVENT_DECODER))
     for chunk in _chunks(kept.launches):
         _add_launches(out, decode_kept(chunk, LAUNCH_DECODER))
-    out.host_ops = host_ops(kept.host_ops)
+    if ops:
+        out.host_ops = host_ops(kept.host_ops)
+    kept.host_ops.clear()
     for kind, raws in kept.ranges.items():
         _add_ranges(out.ranges, kind, decode_kept(raws, EVENT_DECODER))
     out.profiler_ranges = kept.profiler_ranges

@@ -60,9 +60,10 @@ class RankData:
     op_labels: list[str] = field(default_factory=list)  # what kernels.op_id/module_id index
 
 
-def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str | None) -> RankData:
+def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str | None, *,
+                  ops: bool = False) -> RankData:
     base_ns = meta.base_ns
-    gathered = gather(events, base_ns)
+    gathered = gather(events, base_ns, ops=ops)
     kernels, copies, sets = gathered.kernels, gathered.copies, gathered.sets
     ranges, cpu_pids = gathered.ranges, gathered.cpu_pids
     launch_corr, launch_ts = gathered.launch_corr, gathered.launch_ts
@@ -104,13 +105,15 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
                      cpu_pids)
     if metrics:
         run = replace(run, metrics=metrics)
-    linked = kernel_ops(gathered.host_ops, LaunchThreads(launch_corr, gathered.launch_pid,
-                                                         gathered.launch_tid, launch_ns),
-                        kernels.correlation, base_ns)
+    op_labels: list[str] = []
     if gathered.host_ops.name:  # a trace without ops (ProfilerActivity.CUDA only) says nothing
+        linked = kernel_ops(gathered.host_ops, LaunchThreads(launch_corr, gathered.launch_pid,
+                                                             gathered.launch_tid, launch_ns),
+                            kernels.correlation, base_ns)
         run = replace(run, kernels=replace(run.kernels, op_id=linked.op_id,
                                            module_id=linked.module_id if linked.with_modules
                                            else None))
+        op_labels = linked.labels
     used = sorted(set(kernels.device) | set(copies.device) | set(sets.device))
     devices = [replace(device_for(d, meta.devices, warnings), index=d) for d in used]
     run = replace(run, rank=meta.rank)
@@ -119,7 +122,7 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         schema_version=meta.schema_version, driver_version=meta.driver_version,
         cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
         warnings=warnings, metric_names=sorted({m.name for m in metrics}),
-        sample_interval_ns=interval, cycles_from=spans.source, op_labels=linked.labels,
+        sample_interval_ns=interval, cycles_from=spans.source, op_labels=op_labels,
     )
 
 

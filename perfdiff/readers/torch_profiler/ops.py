@@ -106,21 +106,20 @@ def kernel_ops(ops: HostRanges, launches: LaunchThreads, kernel_correlation: lis
                base_ns: int) -> KernelOps:
     """The op and module of every kernel row (see the module's docstring for the rule)."""
     labels: dict[str, int] = {}
-    by_corr = _launch_stacks(ops, launches, base_ns, labels)
-    op_id = np.full(len(kernel_correlation), NO_OP, dtype=np.int64)
-    module_id = np.full(len(kernel_correlation), NO_OP, dtype=np.int64)
-    for row, corr in enumerate(kernel_correlation):
-        found = by_corr.get(corr)
-        if found is not None:
-            op_id[row], module_id[row] = found
+    by_corr = _launch_stacks(ops, launches, set(kernel_correlation), base_ns, labels)
+    unknown = (NO_OP, NO_OP)
+    pairs = [by_corr.get(corr, unknown) for corr in kernel_correlation]
+    ids = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     with_modules = not all(ops.is_op)
-    return KernelOps(op_id, module_id, list(labels), with_modules)
+    return KernelOps(ids[:, 0].copy(), ids[:, 1].copy(), list(labels), with_modules)
 
 
-def _launch_stacks(ops: HostRanges, launches: LaunchThreads, base_ns: int,
+def _launch_stacks(ops: HostRanges, launches: LaunchThreads, wanted: set[int], base_ns: int,
                    labels: dict[str, int]) -> dict[int, tuple[int, int]]:
-    """correlation -> (op label id, module label id) of each launch, from one sweep per thread
-    over its ranges (sorted by start, longest first) and its launches (sorted by time)."""
+    """correlation -> (op label id, module label id) of each launch of a kernel, from one
+    sweep per thread over its ranges (sorted by start, longest first) and its launches
+    (sorted by time). Why a sweep: a trace holds 10^4-10^5 ranges and launches; the ranges
+    open at a launch are a stack, so each range is pushed and popped once."""
     if not ops.name or not launches.correlation:
         return {}
     try:
@@ -128,22 +127,25 @@ def _launch_stacks(ops: HostRanges, launches: LaunchThreads, base_ns: int,
         ends = starts + us_texts_to_ns(ops.dur)
     except ValueError as exc:
         raise BadTrace(f"a cpu_op or python_function event with a bad time ({exc})") from None
-    ranges: dict[Thread, list[tuple[int, int, int]]] = {}
-    for i, (thread, start, end) in enumerate(zip(ops.thread, starts.tolist(), ends.tolist(),
-                                                 strict=True)):
-        ranges.setdefault(thread, []).append((start, -end, i))
     points: dict[Thread, list[tuple[int, int]]] = {}
     for corr, pid, tid, when in zip(launches.correlation, launches.pid, launches.tid,
                                     launches.ts_ns.tolist(), strict=True):
-        points.setdefault((pid, tid), []).append((when, corr))
+        if corr in wanted:
+            points.setdefault((pid, tid), []).append((when, corr))
+    ranges: dict[Thread, list[tuple[int, int, int]]] = {thread: [] for thread in points}
+    for i, (thread, start, end) in enumerate(zip(ops.thread, starts.tolist(), ends.tolist(),
+                                                 strict=True)):
+        if thread in ranges:
+            ranges[thread].append((start, -end, i))
     out: dict[int, tuple[int, int]] = {}
+    named: dict[tuple[int, ...], tuple[int, int]] = {}  # open ranges -> their label ids
     for thread, calls in points.items():
-        spans = sorted(ranges.get(thread, ()))
+        spans = sorted(ranges[thread])
         calls.sort()
-        stack: list[tuple[int, int]] = []  # (end, op index) of the ranges open now
-        nxt = 0
+        stack: list[tuple[int, int]] = []  # (end, range index) of the ranges open now
+        nxt, n_spans = 0, len(spans)
         for when, corr in calls:
-            while nxt < len(spans) and spans[nxt][0] <= when:
+            while nxt < n_spans and spans[nxt][0] <= when:
                 start, neg_end, index = spans[nxt]
                 while stack and stack[-1][0] < start:
                     stack.pop()
@@ -152,19 +154,22 @@ def _launch_stacks(ops: HostRanges, launches: LaunchThreads, base_ns: int,
             while stack and stack[-1][0] < when:
                 stack.pop()
             # a range closed under a longer one that is still open may sit below the top
-            open_now = [index for end, index in stack if end >= when]
-            out[corr] = (_op_id(ops, open_now, labels), _module_id(ops, open_now, labels))
+            key = tuple(index for end, index in stack if end >= when)
+            found = named.get(key)
+            if found is None:
+                found = named[key] = (_op_id(ops, key, labels), _module_id(ops, key, labels))
+            out[corr] = found
     return out
 
 
-def _op_id(ops: HostRanges, open_now: list[int], labels: dict[str, int]) -> int:
+def _op_id(ops: HostRanges, open_now: tuple[int, ...], labels: dict[str, int]) -> int:
     names = [ops.name[i] for i in open_now if ops.is_op[i]]
     if not names:
         return NO_OP
     return labels.setdefault(op_label(names[0], names[-1]), len(labels))
 
 
-def _module_id(ops: HostRanges, open_now: list[int], labels: dict[str, int]) -> int:
+def _module_id(ops: HostRanges, open_now: tuple[int, ...], labels: dict[str, int]) -> int:
     path = [ops.name[i].removeprefix(MODULE_PREFIX) for i in open_now if not ops.is_op[i]]
     if not path:
         return NO_OP
