@@ -120,10 +120,10 @@ def open_input(path: str | Path, options: ReadOptions | None = None) -> LoadedIn
 
 
 def load_input(path: str | Path, *, cycle_range: str | None = None,
-               steps: StepRange | None = None) -> RunFile:
+               steps: StepRange | None = None, ops: bool = False) -> RunFile:
     """A run file, from any input that has one (a LatencyPrism folder has per-cycle shares
     only: refused in one line)."""
-    loaded = open_input(path, ReadOptions(cycle_range=cycle_range, steps=steps))
+    loaded = open_input(path, ReadOptions(cycle_range=cycle_range, steps=steps, ops=ops))
     if loaded.run_file is None:
         raise InputError(f"{loaded.source}: a LatencyPrism folder holds per-cycle shares, not "
                          "kernels; only 'perfdiff compare' reads it, pass a run file or trace")
