@@ -65,7 +65,7 @@ def _grouped(normal: Side, abnormal: Side, options: CompareOptions | None,
     comparison = compare_tables(grouped[0].table, grouped[1].table, options,
                                 normal_meta=normal.meta, abnormal_meta=abnormal.meta,
                                 labels=labels, headline_tables=(normal.table, abnormal.table))
-    comparison = replace(comparison, notes=(*comparison.notes, grouping_note(by)))
+    comparison = replace(comparison, notes=(*comparison.notes, grouping_note(by)), by=by)
     return comparison, (normal, abnormal)
 
 

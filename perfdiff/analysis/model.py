@@ -211,6 +211,9 @@ class Comparison:
     # with few cycles per side (``few_cycles.FEW_CYCLES``): the changes, largest first,
     # described instead of tested; empty otherwise
     described: tuple[DescribedChange, ...] = field(default=())
+    # what a row is (``grouping.py``): "kernel", or the group of kernels "family", "op",
+    # "module" (rows then name the group, and there are no family or replaced rows)
+    by: str = "kernel"
 
 
 @dataclass(frozen=True)

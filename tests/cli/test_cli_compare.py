@@ -261,3 +261,25 @@ def test_latencyprism_folders_are_not_refused_for_their_parent_names(
     code, out, err = run_cli("compare", str(normal), str(abnormal), "--format", "json")
     assert code == ExitCode.OK, err
     assert json.loads(out)["comparison"]["findings"]
+
+
+def test_json_carries_the_headline_replacements_and_the_grouping(run_cli: Runner) -> None:
+    """JSON 1.2 (issue 23): headline, replacements, described changes and what a row is."""
+    kineto = Path(__file__).parents[2] / "fixtures" / "kineto"
+    normal, abnormal = (str(kineto / f"gpt2-generate-{v}.pt.trace.json.gz")
+                        for v in ("eager", "sdpa"))
+    code, out, err = run_cli("compare", normal, abnormal, "--format", "json")
+    assert code == ExitCode.OK, err
+    cmp = json.loads(out)["comparison"]
+    assert JSON_FORMAT_VERSION == "1.2" and cmp["by"] == "kernel"
+    parts = cmp["headline"]["parts"]
+    assert sum(p["delta_ms"] for p in parts) == pytest.approx(cmp["headline"]["delta_ms"])
+    assert any(r["function"].startswith("[replaced]") for r in cmp["replacements"])
+    assert {"family", "replaced"} <= {r["func_type"] for r in cmp["rows"]}
+    code, out, err = run_cli("compare", normal, abnormal, "--format", "json", "--by", "op")
+    assert code == ExitCode.OK, err
+    cmp = json.loads(out)["comparison"]
+    assert cmp["by"] == "op" and cmp["replacements"] == []
+    functions = {r["function"] for r in (*cmp["rows"], *cmp["described"])}
+    assert "aten::softmax > aten::_softmax" in functions
+    assert any(f.startswith("aten::scaled_dot_product_attention > ") for f in functions)
