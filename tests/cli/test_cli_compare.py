@@ -223,8 +223,27 @@ def test_terminal_gets_the_rich_summary(run_cli: Runner, inputs: dict[str, str],
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     code, out, err = run_cli("compare", inputs["normal"], inputs["slow"])
     assert code == ExitCode.OK, err
-    assert "Key findings" in out and "Top functions" in out
+    assert "Key findings" in out and "Functions by size of the change" in out
     assert "## 1. High-Level" not in out
+    assert out.index("Where the cycle time went") < out.index("Key findings")
+
+
+def test_the_terminal_rows_are_sorted_by_the_size_of_the_change() -> None:
+    from rich.console import Console
+
+    from perfdiff.report.terminal import render_terminal
+    from tests.door import compare_inputs
+
+    fixtures = Path(__file__).parents[2] / "fixtures" / "timm"
+    c = compare_inputs(fixtures / "timm-vit-bf16.json.gz", fixtures / "timm-vit-fp32.json.gz")
+    console = Console(width=160, record=True, force_terminal=False)
+    render_terminal(c, console)
+    text = console.export_text()
+    table = text[text.index("Functions by size of the change"):]
+    deltas = [float(m) for m in re.findall(r"\s([+-]\d+\.\d{3})\s+[+-]", table)]
+    assert len(deltas) >= 10
+    assert [abs(d) for d in deltas] == sorted((abs(d) for d in deltas), reverse=True)
+    assert "other parts: " in text  # the summed headline parts are named
 
 
 def test_a_bug_exits_internal_not_regression(run_cli: Runner, inputs: dict[str, str],
