@@ -13,6 +13,7 @@ import typer
 
 from perfdiff import __version__
 from perfdiff.cli.guard import run_guarded
+from perfdiff.inputs import CheckedInputs
 
 app = typer.Typer(
     name="perfdiff",
@@ -43,11 +44,11 @@ def _register_commands() -> None:
     from perfdiff.cli import commands  # noqa: F401
 
 
-def main() -> None:
-    """Console-script entry point."""
+def main(checked: CheckedInputs | None = None) -> None:
+    """Console-script entry point (``checked``: the inputs ``perfdiff.cli.entry`` checked)."""
     from perfdiff.cli.bare_options import expand_bare_options
     from perfdiff.cli.usage_line import run_app
 
     _register_commands()
     args = expand_bare_options(sys.argv[1:])
-    run_guarded(lambda: run_app(app, args))
+    run_guarded(lambda: run_app(app, args, checked))

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from perfdiff.cli.app import app
-from perfdiff.cli.options import output_option
+from perfdiff.cli.options import output_option, steps_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -93,6 +93,7 @@ def _rich_names(rows: list[NameRow], console: Console) -> None:
 
 @app.command()
 def kernels(
+    ctx: typer.Context,
     run_file: Annotated[Path, typer.Argument(
         readable=False,
         help="Run file (.json or .json.gz) or torch.profiler trace (file or folder).")],
@@ -110,6 +111,7 @@ def kernels(
     cycle: Annotated[int | None, typer.Option(
         "--cycle", help="Only launches of this cycle (index, warm-up or not); default: all "
         "measured cycles.")] = None,
+    steps: Annotated[str | None, steps_option("each run")] = None,
     include_warmup: Annotated[bool, typer.Option(
         "--include-warmup", help="Also list warm-up cycles and launches outside any cycle "
         "(they have no PM samples: n/a).")] = False,
@@ -129,10 +131,12 @@ def kernels(
         "--markdown", help="Same as --format markdown.")] = False,
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
-    from perfdiff.readers.dispatch import load_input
+    from perfdiff.readers.dispatch import ReadOptions, load_input
+    from perfdiff.readers.steps import StepRange
 
-    # the door checks the path, before the heavy imports
-    loaded = load_input(run_file, ops=by in (ByOption.op, ByOption.module))
+    read = ReadOptions(steps=None if steps is None else StepRange.parse(steps),
+                       ops=by in (ByOption.op, ByOption.module))
+    loaded = load_input(run_file, read, ctx.obj)  # the door: what the path is, checked once
     from perfdiff.analysis.kernel_rows import launch_rows, name_rows
     from perfdiff.report.kernel_table import (
         render_kernels_json,

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfdiff.errors import InputError
+from perfdiff.readers.cycle_range import CycleRange
 from perfdiff.readers.torch_profiler.assemble import assemble_run_file
 from perfdiff.readers.torch_profiler.convert import RankData, convert_trace
 from perfdiff.readers.torch_profiler.events import BadTrace
@@ -32,6 +33,8 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
     ``ops``: keep each kernel's launching op and module (``ops.py``; costs a third of the
     reading time, so only ``--by op|module`` and ``perfdiff import`` ask).
     """
+    if cycle_range is not None:
+        CycleRange.parse(cycle_range)  # a bad pattern is a usage error before any reading
     files: list[Path] = []
     left_out: list[tuple[Path, str]] = []
     for raw_path in paths:
