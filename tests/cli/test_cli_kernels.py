@@ -156,3 +156,14 @@ def test_kernels_by_op_of_a_perfdiff_recording_is_one_line(run_cli: Runner) -> N
     assert code == ExitCode.BAD_INPUT and out == ""
     assert "perfdiff collect records kernels, not their launching ops" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_an_imported_trace_keeps_its_ops(run_cli: Runner, tmp_path: Path) -> None:
+    """perfdiff import links the ops, so the run file answers --by op later."""
+    out_file = tmp_path / "timm.json.gz"
+    code, _, err = run_cli("import", str(KINETO / "timm-vit-bf16.pt.trace.json.gz"), "-o",
+                           str(out_file))
+    assert code == ExitCode.OK, err
+    code, out, err = run_cli("kernels", str(out_file), "--by", "op", "--format", "json")
+    assert code == ExitCode.OK, err
+    assert "aten::linear > aten::addmm" in out and "AddmmBackward0 > aten::mm" in out
