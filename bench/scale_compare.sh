@@ -13,7 +13,7 @@ BEFORE=${1:-3ee081a}
 AFTER=${2:-HEAD}
 REPEAT=${3:-3}
 OUT=${4:-/tmp/perfdiff-scale}
-PY=$PWD/.venv/bin/python
+PY=${PY:-$PWD/.venv/bin/python}  # PY=/path/to/python to use another venv
 mkdir -p "$OUT"
 if [ ! -f "$OUT/scale-normal.json.gz" ] || [ ! -f "$OUT/scale-abnormal.json.gz" ]; then
   "$PY" bench/scale_generate.py "$OUT"

@@ -6,7 +6,8 @@ read with two bounds, each a one-line :class:`InputError` naming the file and wh
 
 - **size**: a plain file larger than the limit is refused before it is read, and a gzip file
   is refused as soon as its inflated size passes the limit (:data:`DEFAULT_MAX_INPUT_BYTES`,
-  raised with the ``PERFDIFF_MAX_INPUT_GIB`` environment variable, e.g. ``=16``);
+  raised with ``--max-input-gib 16`` on any command that reads inputs, or for every command
+  with the ``PERFDIFF_MAX_INPUT_GIB`` environment variable, e.g. ``=16``);
 - **ratio**: real traces and run files inflate 3-20 times (the fixtures and the shared
   Kineto traces: at most 20x); a gzip stream whose first :data:`PROBE_BYTES` inflate more than
   :data:`MAX_RATIO` times is a decompression bomb (gzip's own maximum is ~1032x) and is
@@ -33,8 +34,24 @@ MAX_RATIO = 200
 PROBE_BYTES = 256 << 10
 
 
+MAX_INPUT_OPTION = "--max-input-gib"
+_option_gib: float | None = None  # this command line's --max-input-gib (perfdiff.cli.input_limit)
+
+
+def set_max_input_gib(gib: float | None) -> None:
+    """The limit given on the command line (checked there), or None for the environment's.
+
+    Why process state and not an argument: the limit is read where bytes are read, deep in
+    every reader; one command runs per process (in-process callers set it per command)."""
+    global _option_gib
+    _option_gib = gib
+
+
 def max_input_bytes() -> int:
-    """The size limit: ``PERFDIFF_MAX_INPUT_GIB`` (a positive number of GiB) or the default."""
+    """The size limit: ``--max-input-gib``, else ``PERFDIFF_MAX_INPUT_GIB`` (a positive number
+    of GiB), else the default."""
+    if _option_gib is not None:
+        return int(_option_gib * (1 << 30))
     raw = os.environ.get(MAX_INPUT_ENV)
     if raw is None or not raw.strip():
         return DEFAULT_MAX_INPUT_BYTES
@@ -48,6 +65,10 @@ def max_input_bytes() -> int:
     return int(gib * (1 << 30))
 
 
+RAISE_LIMIT = (f"raise the limit ({MAX_INPUT_OPTION} 16, or {MAX_INPUT_ENV}=16 in the "
+               "environment) on a machine with the memory for it")
+
+
 def _gib(n: int) -> str:
     return f"{n / (1 << 30):.3g} GiB"
 
@@ -55,8 +76,7 @@ def _gib(n: int) -> str:
 def _too_large(source: str | Path, what: str) -> InputError:
     return InputError(
         f"{source}: {what}, above the input limit of {_gib(max_input_bytes())}; if the file is "
-        f"real, raise the limit (e.g. {MAX_INPUT_ENV}=16 perfdiff ...) on a machine with the "
-        "memory for it"
+        f"real, {RAISE_LIMIT}"
     )
 
 
@@ -157,5 +177,6 @@ def _members(data: bytes, source: str | Path, redo: str, limit: int) -> bytes:
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_INPUT_ENV", "MAX_RATIO", "gunzip_bounded",
-           "max_input_bytes", "read_input_bytes"]
+__all__ = ["DEFAULT_MAX_INPUT_BYTES", "MAX_INPUT_ENV", "MAX_INPUT_OPTION", "MAX_RATIO",
+           "RAISE_LIMIT", "gunzip_bounded", "max_input_bytes", "read_input_bytes",
+           "set_max_input_gib"]

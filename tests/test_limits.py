@@ -113,3 +113,42 @@ def test_hostile_documents_are_data_errors(run_cli: Runner, tmp_path: Path, name
     code, _, err = run_cli("kernels", str(path))
     assert code == ExitCode.BAD_INPUT, err
     assert len(err.strip().splitlines()) == 1 and str(path) in err
+
+
+def test_max_input_gib_raises_or_lowers_the_limit_for_one_command(
+        run_cli: Runner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The option beats the environment, for the command line that gives it only."""
+    monkeypatch.setenv(MAX_INPUT_ENV, "0.0001")  # 105 kB: the fixture inflates to more
+    for spelled in (["--max-input-gib", "1"], ["--max-input-gib=1"]):
+        assert run_cli("kernels", str(RUN), "--format", "json", *spelled)[0] == 0
+    code, _, err = run_cli("kernels", str(RUN))  # the next line: the environment's again
+    assert code == ExitCode.BAD_INPUT and "--max-input-gib 16" in err, err
+    monkeypatch.delenv(MAX_INPUT_ENV)
+    code, _, err = run_cli("compare", str(RUN), str(RUN), "--max-input-gib", "0.0001")
+    assert code == ExitCode.BAD_INPUT and "above the input limit of 0.0001 GiB" in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1", "1e400", "lots", None])
+def test_max_input_gib_bad_values_are_one_usage_line(run_cli: Runner,
+                                                     value: str | None) -> None:
+    for command in (["kernels", str(RUN)], ["compare", str(RUN), str(RUN)],
+                    ["merge", str(RUN), str(RUN)], ["import", str(RUN)]):
+        code, _, err = run_cli(*command, "--max-input-gib", *([value] if value else []))
+        assert code == ExitCode.USAGE and "--max-input-gib" in err, err
+        assert len(err.strip().splitlines()) == 1 and err.startswith("perfdiff: error: ")
+
+
+def test_the_fast_compare_door_takes_max_input_gib(tmp_path: Path) -> None:
+    """``perfdiff compare`` runs without typer (perfdiff.cli.entry): the option works there."""
+    env = {k: v for k, v in os.environ.items() if k != MAX_INPUT_ENV}
+    env["PYTHONPATH"] = str(ROOT)
+    door = "import sys; from perfdiff.cli.entry import main; sys.argv[0] = 'perfdiff'; main()"
+    low = subprocess.run([sys.executable, "-c", door, "compare", str(RUN), str(RUN),
+                          "--max-input-gib", "0.0001"], capture_output=True, text=True,
+                         env=env, check=False)
+    assert low.returncode == ExitCode.BAD_INPUT and "--max-input-gib" in low.stderr
+    ok = subprocess.run([sys.executable, "-c", door, "compare", str(RUN), str(RUN), "-o",
+                         str(tmp_path / "r.md"), "--max-input-gib=2"], capture_output=True,
+                        text=True, env=env, check=False)
+    assert ok.returncode == 0, ok.stderr

@@ -13,10 +13,13 @@ import typer
 
 from perfdiff import __version__
 from perfdiff.cli.guard import run_guarded
+from perfdiff.inputs import CheckedInputs
 
 app = typer.Typer(
     name="perfdiff",
-    help="Find which GPU kernels made a run slower, and why.",
+    help="Find which GPU kernels made a run slower, and why.\n\nEvery command that reads "
+    "inputs also takes --max-input-gib N: the largest input it reads, decompressed (default "
+    "PERFDIFF_MAX_INPUT_GIB, else 4).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -43,11 +46,12 @@ def _register_commands() -> None:
     from perfdiff.cli import commands  # noqa: F401
 
 
-def main() -> None:
-    """Console-script entry point."""
+def main(checked: CheckedInputs | None = None) -> None:
+    """Console-script entry point (``checked``: the inputs ``perfdiff.cli.entry`` checked)."""
     from perfdiff.cli.bare_options import expand_bare_options
+    from perfdiff.cli.input_limit import take_input_limit
     from perfdiff.cli.usage_line import run_app
 
     _register_commands()
-    args = expand_bare_options(sys.argv[1:])
-    run_guarded(lambda: run_app(app, args))
+    run_guarded(lambda: run_app(app, expand_bare_options(take_input_limit(sys.argv[1:])),
+                                checked))

@@ -43,6 +43,10 @@ _GATE = Limit(0.0, 1e6, "%")
 _COUNT = Limit(0, 10**9, whole=True)
 _INDEX = Limit(-1, 2**62, whole=True)
 
+# --max-input-gib: every command that reads inputs (perfdiff.cli.input_limit takes it out of
+# the line before the parsers see it); up to 1 PiB, as PERFDIFF_MAX_INPUT_GIB
+_GIB = Limit(0.0, float(1 << 20), "GiB", low_open=True)
+
 OPTION_LIMITS: dict[str, dict[str, Limit]] = {
     "compare": {"--top": _COUNT, "--rows": _COUNT, "--alpha": _ALPHA, "--threshold": _PCT,
                 "--run-cv-pct": _PCT, "--fail-on-regression": _GATE},
@@ -62,6 +66,8 @@ OPTION_LIMITS: dict[str, dict[str, Limit]] = {
                 "--runs": Limit(1, 10**4, whole=True),
                 "--untraced-every": Limit(0, 10**9, whole=True)},
 }
+for _command in ("compare", "kernels", "bench", "ranks", "merge", "import"):
+    OPTION_LIMITS.setdefault(_command, {})["--max-input-gib"] = _GIB
 
 
 def check_numeric_options(argv: list[str]) -> None:

@@ -212,8 +212,10 @@ def _refuse_first(bad: np.ndarray, raw: pd.DataFrame, column: str, what: str,
                   source: str) -> None:
     if bad.any():
         row = int(bad.argmax())
-        raise InputError(f"{source}: line {row + 2}: {column} {raw[column].iloc[row]!r} {what}; "
-                         f"{FIX}")
+        value = raw[column].iloc[row]
+        shown = f"{float(value):g}" if isinstance(value, (int, float, np.number)) else \
+            repr(value)[:40]  # never numpy's np.float64(...) in a user's line
+        raise InputError(f"{source}: line {row + 2}: {column} {shown} {what}; {FIX}")
 
 
 def latencyprism_rows(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> CycleRows:
@@ -229,7 +231,9 @@ def latencyprism_rows(raw: pd.DataFrame, *, source: str = "<latencyprism>") -> C
             if bad.any() or (name in ("cycle", "anchor_dur_us") and values.isna().any()):
                 first_bad = (bad if bad.any() else values.isna()).to_numpy().argmax()
                 line = int(first_bad) + 2  # header is line 1
-                raise InputError(f"{source}: line {line}: column {name!r} is not a number")
+                shown = repr(raw[name].iloc[line - 2])[:40]
+                raise InputError(f"{source}: line {line}: column {name!r} holds {shown}, not a "
+                                 f"number; {FIX}")
         conv[name] = values
     _check_sense(conv, raw, source)
     if "instances_count" in raw.columns:

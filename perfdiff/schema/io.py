@@ -57,14 +57,18 @@ class _Malformed(Exception):
 
 
 def load_run_file(path: str | os.PathLike[str]) -> RunFile:
-    """Load and validate a run file; raise :class:`InputError` with one clear line on failure."""
-    p = Path(path)
-    raw = _read_json(p)
-    return run_file_from_dict(raw, source=str(p))
+    """Check the path, load and validate a run file; raise :class:`InputError` with one clear
+    line on failure (the commands read inputs through the door, ``readers.dispatch``, which
+    checks the path once and calls :func:`read_run_file`)."""
+    return read_run_file(require_input(path))
+
+
+def read_run_file(path: Path) -> RunFile:
+    """Load and validate the run file at a path already checked (exists, readable)."""
+    return run_file_from_dict(_read_json(path), source=str(path))
 
 
 def _read_json(p: Path) -> Any:
-    require_input(p)
     data = read_input_bytes(p, "re-copy or re-record the file")  # bounded (perfdiff.limits)
     if not data or data.isspace():  # what `not data.strip()` says, without copying the file
         raise InputError(f"{p}: file is empty; re-copy it or re-record the run")
@@ -179,10 +183,24 @@ def _int_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.int64]]:
     try:
         arr = np.asarray(value, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        raise _Malformed(f"field '{where}' should hold only integers") from None
+        raise _Malformed(f"field '{where}' should hold only integers"
+                         + _first_bad_row(value, np.int64)) from None
     if arr.ndim != 1:
         raise _Malformed(f"field '{where}' should be a flat list")
     return arr
+
+
+def _first_bad_row(values: list[Any], dtype: type[np.generic]) -> str:
+    """`` (row N holds X)`` for the first value numpy cannot take as ``dtype`` (the error path
+    only: one conversion per value), so the line names the record, not only the column."""
+    for row, item in enumerate(values):
+        try:
+            one = np.asarray([item], dtype=dtype).shape == (1,)  # a list in a cell: (1, n)
+        except (TypeError, ValueError, OverflowError):
+            one = False
+        if not one:
+            return f" (row {row} holds {repr(item)[:40]})"
+    return ""
 
 
 def _float_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.float64]]:
@@ -194,7 +212,9 @@ def _float_array(value: Any, where: str) -> np.ndarray[Any, np.dtype[np.float64]
         # null encodes NaN (strict JSON has no NaN)
         arr = np.asarray([math.nan if v is None else v for v in value], dtype=np.float64)
     except (TypeError, ValueError):
-        raise _Malformed(f"field '{where}' should hold only numbers or null") from None
+        raise _Malformed(f"field '{where}' should hold only numbers or null"
+                         + _first_bad_row([0.0 if v is None else v for v in value],
+                                          np.float64)) from None
     if arr.ndim != 1:
         raise _Malformed(f"field '{where}' should be a flat list")
     return arr
@@ -466,6 +486,7 @@ __all__ = [
     "CURRENT_VERSION",
     "empty_transfer_table",
     "load_run_file",
+    "read_run_file",
     "run_file_from_dict",
     "run_file_to_dict",
     "save_run_file",

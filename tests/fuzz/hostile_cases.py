@@ -86,7 +86,8 @@ def option_cases(inputs: Inputs) -> list[Case]:
     values = ["nan", "-nan", "inf", "-inf", "Infinity", "1e308", "1e400", "-1"]
     first = {"compare": [str(inputs.run), str(inputs.run_b)], "bench": [str(inputs.run)],
              "kernels": [str(inputs.run)], "collect": ["gpt-infer"],
-             "ranks": [str(inputs.ranks)]}
+             "ranks": [str(inputs.ranks)], "merge": [str(inputs.run), str(inputs.run_b)],
+             "import": [str(inputs.trace)]}
     cases = []
     for command, limits in sorted(OPTION_LIMITS.items()):
         for option, limit in sorted(limits.items()):
@@ -179,6 +180,9 @@ def impossible_trace_cases(inputs: Inputs, folder: Path) -> list[Case]:
     device = json.loads(json.dumps(inputs.trace_doc))
     next(e for e in device["traceEvents"] if e.get("cat") == "kernel")["args"]["device"] = 2**70
     docs["device 2**70"] = json.dumps(device).encode()
+    based = json.loads(json.dumps(inputs.trace_doc))
+    based["baseTimeNanoseconds"] = 1e30
+    docs["baseTimeNanoseconds 1e30"] = json.dumps(based).encode()
     docs["bomb"] = _bomb()
     for name, data in sorted(docs.items()):
         path = folder / f"trace-{name.replace(' ', '-')}.json"

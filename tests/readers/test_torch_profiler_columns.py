@@ -41,13 +41,14 @@ def test_dim3s_takes_plain_triples_as_they_are(values: list[list[int]]) -> None:
 @given(st.lists(st.one_of(st.integers(), st.booleans(), st.text(max_size=4)), max_size=20))
 def test_int_values_is_int_value_of_each(values: list[Any]) -> None:
     names = [f"k{i}" for i in range(len(values))]
+    at = list(range(7, 7 + len(values)))
     try:
-        expected: list[int] | None = [_int_value(v, "device", n) for v, n in zip(values, names,
-                                                                                   strict=True)]
+        expected: list[int] | None = [_int_value(v, "device", n, i) for v, n, i in
+                                      zip(values, names, at, strict=True)]
     except BadTrace:
         expected = None
     try:
-        got: list[int] | None = _int_values(values, "device", names)
+        got: list[int] | None = _int_values(values, "device", names, at)
     except BadTrace:
         got = None
     assert got == expected

@@ -83,11 +83,28 @@ def _pct_metric(d: dict[str, Any], value: float) -> None:
     metric["values"][len(metric["values"]) // 2] = value
 
 
+def two_cycles_share_a_launch(d: dict[str, Any]) -> None:
+    """A kernel of a later cycle given the correlation id of one of the first cycle: the run
+    file's cycle column stays as it was, the launch it names is another cycle's."""
+    k = d["runs"][0]["kernels"]
+    first = k["cycle"].index(d["runs"][0]["cycles"]["index"][0])
+    later = next(r for r, c in enumerate(k["cycle"]) if c not in (-1, k["cycle"][first]))
+    k["correlation_id"][later] = k["correlation_id"][first]
+
+
+def a_cycle_of_0_ns(d: dict[str, Any]) -> None:
+    """A cycle that starts and ends at once (ZeroDivisionError and numpy warnings, exit 0)."""
+    c = d["runs"][0]["cycles"]
+    c["end_ns"][2] = c["start_ns"][2]
+
+
 RUN_CASES: dict[str, Callable[[dict[str, Any]], None]] = {
     "every kernel twice": every_kernel_twice,
+    "two cycles share a launch": two_cycles_share_a_launch,
     "kernels overlap on a stream": kernels_overlap_on_a_stream,
     "cycles overlap": cycles_overlap,
     "a cycle of 1e17 ns": cycle_of_1e17_ns,
+    "a cycle of 0 ns": a_cycle_of_0_ns,
     "utilisation 5,000 %": lambda d: _pct_metric(d, 5000.0),
     "utilisation 1e14 %": lambda d: _pct_metric(d, 1e14),
     "utilisation -50 %": lambda d: _pct_metric(d, -50.0),
@@ -151,10 +168,45 @@ def hardware_counter_5000_pct(t: dict[str, Any]) -> None:
     ]
 
 
+def two_steps_share_a_launch(t: dict[str, Any]) -> None:
+    """A kernel of the last step given the correlation of a kernel of the first step (whose
+    launch is a cudaLaunchKernel): it would be counted in the first step."""
+    kernels = [e for e in t["traceEvents"] if e.get("cat") == "kernel"]
+    kernels[-1]["args"]["correlation"] = kernels[0]["args"]["correlation"]
+
+
+def trace_kernels_overlap_on_a_stream(t: dict[str, Any]) -> None:
+    """A kernel moved 5 us into its predecessor on the same stream (9 rows flipped)."""
+    kernels = sorted((e for e in t["traceEvents"] if e.get("cat") == "kernel"),
+                     key=lambda e: (e["pid"], e["tid"], float(e["ts"])))
+    a, b = kernels[10], kernels[11]
+    assert (a["pid"], a["tid"]) == (b["pid"], b["tid"])
+    b["ts"] = float(a["ts"]) + float(a["dur"]) - 5
+
+
+def no_kernel_has_a_correlation(t: dict[str, Any]) -> None:
+    """Every kernel without args.correlation: none can be put in a step (copies still can)."""
+    for event in t["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event["args"].pop("correlation", None)
+
+
+def _hardware_counter(value: float) -> Callable[[dict[str, Any]], None]:
+    def damage(t: dict[str, Any]) -> None:
+        hardware_counter_5000_pct(t)
+        t["traceEvents"][-8 + 3]["args"]["gpu__time_duration.pct"] = value
+    return damage
+
+
 TRACE_CASES: dict[str, Callable[[dict[str, Any]], None]] = {
     "every event twice": trace_events_twice,
+    "two steps share a launch": two_steps_share_a_launch,
     "ProfilerSteps overlap": profiler_steps_overlap,
     "hardware_counters 5,000 %": hardware_counter_5000_pct,
+    "hardware_counters 1e14 %": _hardware_counter(1e14),
+    "hardware_counters -50 %": _hardware_counter(-50.0),
+    "kernels overlap on a stream": trace_kernels_overlap_on_a_stream,
+    "no kernel has a correlation": no_kernel_has_a_correlation,
 }
 
 
@@ -166,3 +218,58 @@ def test_impossible_traces_are_refused(name: str, tmp_path: Path) -> None:
     with pytest.raises(InputError) as raised:
         load_input(path)
     assert str(path) in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_shared_correlation_names_both_events(tmp_path: Path) -> None:
+    trace = _trace()
+    two_steps_share_a_launch(trace)
+    path = _write(trace, tmp_path / "t.pt.trace.json.gz")
+    with pytest.raises(InputError, match=r"kernel at traceEvents\[\d+\] .* has correlation "
+                       r"\d+, as the kernel at traceEvents\[\d+\] does, but its launch "
+                       r"'cudaLaunchKernel' starts one kernel .*re-export"):
+        load_input(path)
+
+
+def test_kernels_of_one_launch_in_two_cycles_are_refused_in_any_order(
+        doc: dict[str, Any]) -> None:
+    """The rule's sort path: correlation ids not in launch order (rows reversed)."""
+    mutated = json.loads(json.dumps(doc))
+    two_cycles_share_a_launch(mutated)
+    k = mutated["runs"][0]["kernels"]
+    for column in k.values():
+        if isinstance(column, list):
+            column.reverse()
+    with pytest.raises(InputError, match=r"kernels row \d+: has correlation id \d+ \(one "
+                       r"launch\) like a kernel of cycle \d+, but is in cycle \d+"):
+        run_file_from_dict(mutated, source="r.json.gz")
+
+
+GRAPH_RUN = ROOT / "fixtures" / "cuda_graph" / "graph-bf16-pause-bug.json.gz"
+GRAPH_TRACES = sorted((ROOT / "fixtures" / "kineto" / "foreign").glob("*.json.gz"))
+
+
+@pytest.mark.parametrize("path", [GRAPH_RUN, *GRAPH_TRACES], ids=lambda p: p.name)
+def test_real_graph_replays_still_read(path: Path) -> None:
+    """The other side of the rule: perfdiff's own CUDA-graph recording (71 launches of 32
+    kernels) and the ROCm traces of vLLM/SGLang (hipGraphLaunch) read as before."""
+    if path.name.startswith("hta-torch18"):
+        pytest.skip("no steps: read with --cycle-range (tests/readers)")
+    run = load_input(path).runs[0]
+    corr = run.kernels.correlation_id
+    shared_ids = corr.size - len(set(corr.tolist()))
+    if "sglang-prefill" not in path.name:  # the one foreign trace without a graph replay
+        assert shared_ids > 0
+
+
+def test_a_run_file_rule_on_a_trace_names_the_event(tmp_path: Path) -> None:
+    """The run-file rules run on the converted trace: the line names the trace's event (not
+    only the converted row) and says to re-export, not to re-record."""
+    trace = _trace()
+    trace_kernels_overlap_on_a_stream(trace)
+    kernels = sorted((e for e in trace["traceEvents"] if e.get("cat") == "kernel"),
+                     key=lambda e: (e["pid"], e["tid"], float(e["ts"])))
+    moved = next(i for i, e in enumerate(trace["traceEvents"]) if e is kernels[11])
+    path = _write(trace, tmp_path / "t.pt.trace.json.gz")
+    with pytest.raises(InputError, match=rf"runs\[0\]\.kernels row \d+ \(traceEvents\[{moved}\]\): "
+                       r"starts 4999 ns before .* re-export it from torch\.profiler"):
+        load_input(path)

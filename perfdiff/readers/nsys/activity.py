@@ -59,11 +59,13 @@ def int_rows(export: Export, table: str, expressions: tuple[str, ...],
     chunks: list[np.ndarray] = []
     try:
         cursor = export.connection.execute(sql, params)
+        done = 0
         while batch := cursor.fetchmany(_CHUNK):
             array = np.asarray(batch)
             if array.dtype.kind not in "iu":
-                _refuse_values(export, table, expressions, batch)
+                _refuse_values(export, table, expressions, batch, done)
             chunks.append(array.astype(np.int64, copy=False))
+            done += len(batch)
     except (ValueError, OverflowError):
         raise InputError(f"{export.where()}: table {table} holds an integer out of range; "
                          "the file is damaged; export the report again") from None
@@ -76,14 +78,16 @@ def int_rows(export: Export, table: str, expressions: tuple[str, ...],
 
 
 def _refuse_values(export: Export, table: str, expressions: tuple[str, ...],
-                   batch: list[tuple[object, ...]]) -> None:
-    for row in batch:
+                   batch: list[tuple[object, ...]], done: int) -> None:
+    """One line naming the first bad value and its row (counted from 0 in the order SQLite
+    returns the selected rows)."""
+    for number, row in enumerate(batch, start=done):
         for name, value in zip(expressions, row, strict=True):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise InputError(
-                    f"{export.where()}: table {table} has {name} = {value!r} where an "
-                    "integer belongs; the file is damaged or was edited; export the report "
-                    "again")
+                    f"{export.where()}: table {table} row {number} has {name} = "
+                    f"{repr(value)[:40]} where an integer belongs; the file is damaged or was "
+                    "edited; export the report again")
     raise InputError(f"{export.where()}: table {table} has values that are not integers; "
                      "export the report again")
 

@@ -15,7 +15,7 @@ keys, value and sorted copies (about 80 bytes).
 from __future__ import annotations
 
 from perfdiff.errors import InputError
-from perfdiff.limits import MAX_INPUT_ENV, max_input_bytes
+from perfdiff.limits import RAISE_LIMIT, max_input_bytes
 from perfdiff.readers.nsys.database import Export
 from perfdiff.readers.nsys.tables import ACTIVITY_TABLES, METRICS_TABLE
 
@@ -33,8 +33,7 @@ def check_budget(export: Export) -> None:
         raise InputError(
             f"{export.where()}: {records:,} GPU records and {samples:,} GPU metric samples "
             f"would take about {need / (1 << 30):.3g} GiB to read, above the input limit of "
-            f"{limit / (1 << 30):.3g} GiB; if the export is real, raise the limit (e.g. "
-            f"{MAX_INPUT_ENV}=16 perfdiff ...) on a machine with the memory for it")
+            f"{limit / (1 << 30):.3g} GiB; if the export is real, {RAISE_LIMIT}")
 
 
 def _count(export: Export, table: str) -> int:

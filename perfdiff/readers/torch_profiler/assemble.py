@@ -24,10 +24,16 @@ from perfdiff.schema.model import (
     Status,
 )
 from perfdiff.schema.model import Workload as WorkloadInfo
+from perfdiff.schema.sense import TRACE_WORKLOAD
 from perfdiff.schema.versions import CURRENT_VERSION
 
 SOURCE_NAME = "torch_profiler"  # Collection.sources entry that marks a converted trace
-WORKLOAD_NAME = "torch.profiler trace"
+WORKLOAD_NAME = TRACE_WORKLOAD  # the physical-sense rules tell a trace's cycles by it
+
+
+def run_order(parts: list[RankData]) -> list[RankData]:
+    """The parts in the order of the run file's runs (by rank; one trace without a rank)."""
+    return sorted(parts, key=lambda p: -1 if p.rank is None else p.rank)
 
 
 def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:
@@ -44,7 +50,7 @@ def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:
     runs: list[Run] = []
     devices: dict[int, DeviceInfo] = {}
     rank_notes: list[str] = []
-    for part in sorted(parts, key=lambda p: -1 if p.rank is None else p.rank):
+    for part in run_order(parts):
         run = _renamed(part.run, part.names, ids)
         if ranked:
             assert part.rank is not None

@@ -8,8 +8,9 @@ bytes can be freed, and where end >= start is checked once for every GPU event a
 from __future__ import annotations
 
 import sys
+from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from perfdiff.readers.torch_profiler.events import (
     COUNTER_DECODER,
     EVENT_DECODER,
     LAUNCH_DECODER,
+    REEXPORT,
     BadTrace,
     Event,
     EventArgs,
@@ -29,7 +31,9 @@ from perfdiff.readers.torch_profiler.events import (
     sort_events,
 )
 from perfdiff.readers.torch_profiler.spellings import (
+    COUNTERS,
     KERNEL,
+    LAUNCH,
     MEMCPY,
     MEMSET,
     STEP_OPERATOR,
@@ -38,7 +42,7 @@ from perfdiff.readers.torch_profiler.timestamps import us_text_to_ns, us_texts_t
 from perfdiff.schema.model import IntArray, MetricSeries
 
 
-def _int_value(value: Any, what: str, event: str) -> int:
+def _int_value(value: Any, what: str, event: str, at: int) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -46,14 +50,16 @@ def _int_value(value: Any, what: str, event: str) -> int:
             return int(value)
         except ValueError:
             pass
-    raise BadTrace(f"GPU event {event[:60]!r}: {what} {value!r} is not an integer")
+    raise BadTrace(f"GPU event at traceEvents[{at}] ({event[:60]!r}): {what} {value!r} is "
+                   f"not an integer; {REEXPORT}")
 
 
-def _int_values(values: list[Any], what: str, names: list[str]) -> list[int]:
+def _int_values(values: list[Any], what: str, names: list[str],
+                at: Sequence[int]) -> list[int]:
     """:func:`_int_value` of each; a list of plain ints (the usual case) is taken as it is."""
     if all(type(v) is int for v in values):
         return values
-    return [_int_value(v, what, name) for v, name in zip(values, names, strict=True)]
+    return [_int_value(v, what, name, i) for v, name, i in zip(values, names, at, strict=True)]
 
 
 _NO_ARGS = EventArgs()
@@ -73,31 +79,39 @@ class GpuColumns:
     nbytes: list[int] = field(default_factory=list)
     grid: list[int] = field(default_factory=list)  # x, y, z of each row, flat
     block: list[int] = field(default_factory=list)
+    event: array[int] = field(default_factory=lambda: array("q"))  # in traceEvents (errors)
 
-    def add_all(self, events: list[Event]) -> None:
-        """Append the complete events (``ph`` "X") of a decoded list, a column at a time."""
-        events = [e for e in events if e.ph == "X"]
+    def add_all(self, events: list[Event], at: array[int]) -> None:
+        """Append the complete events (``ph`` "X") of a decoded list, a column at a time;
+        ``at``: their positions in ``traceEvents``."""
+        complete = [e.ph == "X" for e in events]
+        if not all(complete):
+            events = [e for e, keep in zip(events, complete, strict=True) if keep]
+            at = array("q", [i for i, keep in zip(at, complete, strict=True) if keep])
+        self.event += at
         # a kernel name (often 200+ characters) held once
         names = [sys.intern(e.name) for e in events]
         args = [e.args if isinstance(e.args, EventArgs) else _NO_ARGS for e in events]
         self.name += names
         pairs = list(zip(events, args, strict=True))
         self.device += _int_values([a.device if a.device is not None else e.pid
-                                    for e, a in pairs], "device (args.device or pid)", names)
+                                    for e, a in pairs], "device (args.device or pid)", names,
+                                   at)
         self.stream += _int_values([a.stream if a.stream is not None else e.tid
-                                    for e, a in pairs], "stream (args.stream or tid)", names)
+                                    for e, a in pairs], "stream (args.stream or tid)", names,
+                                   at)
         self.ts += [bytes(e.ts) for e in events]
         self.dur += [bytes(e.dur) or b"0" for e in events]
         corr = [a.correlation for a in args]
         self.correlation += _int_values([-1 if c is None else c for c in corr],
-                                        "correlation", names)
+                                        "correlation", names, at)
         self.nbytes += [_nbytes(a.bytes) for a in args]
         self.grid += _dim3s([a.grid for a in args])
         self.block += _dim3s([a.block for a in args])
 
     def spans(self, base_ns: int) -> tuple[IntArray, IntArray]:
         """Start and end (ns) of every row; end >= start is checked here, once."""
-        start, end = spans_ns(self.ts, self.dur, base_ns, "GPU event")
+        start, end = spans_ns(self.ts, self.dur, base_ns, "GPU event", self.event)
         return start, end
 
 
@@ -106,16 +120,37 @@ def _nbytes(value: Any) -> int:
             and value >= 0 else 0)
 
 
-def spans_ns(ts: list[bytes], dur: list[bytes], base_ns: int,
-           what: str) -> tuple[IntArray, IntArray]:
+def spans_ns(ts: list[bytes], dur: list[bytes], base_ns: int, what: str,
+             at: Sequence[int]) -> tuple[IntArray, IntArray]:
+    """Start and end (ns) of each event; ``at`` (positions in ``traceEvents``) names the
+    first bad one."""
     try:
         start = us_texts_to_ns(ts) + base_ns
         duration = us_texts_to_ns(dur)
     except ValueError as exc:
-        raise BadTrace(f"{what} with a bad time ({exc})") from None
+        row = first_bad_time(ts, dur)
+        raise BadTrace(f"{what}{_where(at, row)} with a bad time ({exc}); {REEXPORT}") from None
     if duration.size and int(duration.min()) < 0:
-        raise BadTrace(f"a {what} ends before it starts (dur {int(duration.min())} ns)")
+        row = int(duration.argmin())
+        raise BadTrace(f"{what}{_where(at, row)} ends before it starts (dur "
+                       f"{int(duration[row])} ns); {REEXPORT}")
     return start, start + duration
+
+
+def _where(at: Sequence[int], row: int | None) -> str:
+    return "" if row is None else f" at traceEvents[{at[row]}]"
+
+
+def first_bad_time(*columns: list[bytes]) -> int | None:
+    """The first row whose time (in any of ``columns``) does not parse (the error path only:
+    one call per value)."""
+    for row, texts in enumerate(zip(*columns, strict=True)):
+        try:
+            for text in texts:
+                us_text_to_ns(text)
+        except ValueError:
+            return row
+    return None
 
 
 def _dim3(value: Any) -> tuple[int, int, int]:
@@ -146,6 +181,7 @@ class _Ranges:
     ts: list[bytes] = field(default_factory=list)
     dur: list[bytes] = field(default_factory=list)
     device: list[int] = field(default_factory=list)
+    at: array[int] = field(default_factory=lambda: array("q"))  # positions in traceEvents
 
 
 @dataclass
@@ -158,6 +194,8 @@ class _Gathered:
     ranges: _Ranges = field(default_factory=_Ranges)
     launch_corr: list[int] = field(default_factory=list)
     launch_ts: list[bytes] = field(default_factory=list)
+    launch_name: list[str] = field(default_factory=list)  # the API called (interned)
+    launch_at: array[int] = field(default_factory=lambda: array("q"))  # in traceEvents
     cpu_pids: dict[int, int] = field(default_factory=dict)
     profiler_ranges: int = 0
     categories: dict[str, int] = field(default_factory=dict)
@@ -172,16 +210,18 @@ def gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
     out = _Gathered()
     kept = sort_events(events)
     for cat, columns in ((KERNEL, out.kernels), (MEMCPY, out.copies), (MEMSET, out.sets)):
-        for chunk in _chunks(kept.gpu[cat]):
-            columns.add_all(decode_kept(chunk, EVENT_DECODER))
-    for chunk in _chunks(kept.launches):
-        _add_launches(out, decode_kept(chunk, LAUNCH_DECODER))
+        for chunk, at in _chunks_at(kept.gpu[cat], kept.at[cat]):
+            columns.add_all(decode_kept(chunk, EVENT_DECODER, at), at)
+    for chunk, at in _chunks_at(kept.launches, kept.at[LAUNCH]):
+        _add_launches(out, decode_kept(chunk, LAUNCH_DECODER, at), at)
     for kind, raws in kept.ranges.items():
-        _add_ranges(out.ranges, kind, decode_kept(raws, EVENT_DECODER))
+        at = kept.at[kind]
+        _add_ranges(out.ranges, kind, decode_kept(raws, EVENT_DECODER, at), at)
     out.profiler_ranges = kept.profiler_ranges
     out.categories = kept.categories
     if kept.counters:
-        out.metrics, out.sample_interval_ns = _counter_series(kept.counters, base_ns)
+        out.metrics, out.sample_interval_ns = _counter_series(kept.counters, base_ns,
+                                                              kept.at[COUNTERS])
     del events[:]  # with the last raw slice gone, the file's bytes are freed
     return out
 
@@ -198,23 +238,36 @@ def _chunks(raws: list[msgspec.Raw]) -> Iterator[list[msgspec.Raw]]:
         yield chunk
 
 
-def _add_launches(out: _Gathered, events: list[Launch]) -> None:
+def _chunks_at(raws: list[msgspec.Raw],
+               at: array[int]) -> Iterator[tuple[list[msgspec.Raw], array[int]]]:
+    """:func:`_chunks`, each with its events' positions in ``traceEvents``."""
+    done = 0
+    for chunk in _chunks(raws):
+        yield chunk, at[done:done + len(chunk)]
+        done += len(chunk)
+
+
+def _add_launches(out: _Gathered, events: list[Launch], at: array[int]) -> None:
     """Launch events (cuda_runtime/cuda_driver, HIP's): correlation -> launch time, and which
     CPU process launched (the run's pid: the one that launched most)."""
     args = [e.args for e in events]
-    with_corr = [(a.correlation, e.ts) for e, a in zip(events, args, strict=True)
+    with_corr = [(a.correlation, e.ts, e.name, i)
+                 for e, a, i in zip(events, args, at, strict=True)
                  if isinstance(a, LaunchArgs) and isinstance(a.correlation, int)]
-    out.launch_corr += [c for c, _ in with_corr]
-    out.launch_ts += [bytes(ts) for _, ts in with_corr]
+    out.launch_corr += [c for c, _, _, _ in with_corr]
+    out.launch_ts += [bytes(ts) for _, ts, _, _ in with_corr]
+    out.launch_name += [sys.intern(name) for _, _, name, _ in with_corr]
+    out.launch_at += array("q", [i for _, _, _, i in with_corr])
     # counted in C; first seen first, as the pids are met in the file
     for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
         out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n
 
 
-def _add_ranges(ranges: _Ranges, kind: str, events: list[Event]) -> None:
+def _add_ranges(ranges: _Ranges, kind: str, events: list[Event], at: array[int]) -> None:
     """Complete ranges under their canonical kind (``operator``: ProfilerStep#N only)."""
-    for event in events:
+    for event, position in zip(events, at, strict=True):
         if event.ph == "X" and (kind != STEP_OPERATOR or event.name.startswith("ProfilerStep#")):
+            ranges.at.append(position)
             ranges.cat.append(kind)
             ranges.name.append(event.name)
             ranges.ts.append(bytes(event.ts))
@@ -222,21 +275,23 @@ def _add_ranges(ranges: _Ranges, kind: str, events: list[Event]) -> None:
             ranges.device.append(event.pid if isinstance(event.pid, int) else -1)
 
 
-def _counter_series(raws: list[msgspec.Raw],
-                    base_ns: int) -> tuple[tuple[MetricSeries, ...], int]:
+def _counter_series(raws: list[msgspec.Raw], base_ns: int,
+                    at: array[int]) -> tuple[tuple[MetricSeries, ...], int]:
     """``hardware_counters`` samples (one event per sample, metric -> value in its args)."""
     samples: dict[tuple[str, int], list[tuple[int, float]]] = {}
-    for raw in raws:
+    for raw, position in zip(raws, at, strict=True):
         try:
             event = COUNTER_DECODER.decode(raw)
         except msgspec.ValidationError as exc:
-            raise BadTrace(f"malformed hardware_counters sample ({exc})") from None
+            raise BadTrace(f"malformed hardware_counters sample at traceEvents[{position}] "
+                           f"({exc}); {REEXPORT}") from None
         if not event.args:
             continue
         try:
             when = base_ns + us_text_to_ns(event.ts)
         except ValueError as exc:
-            raise BadTrace(f"hardware_counters sample: bad time ({exc})") from None
+            raise BadTrace(f"hardware_counters sample at traceEvents[{position}]: bad time "
+                           f"({exc}); {REEXPORT}") from None
         device = event.pid if isinstance(event.pid, int) else 0
         for metric, value in event.args.items():
             if isinstance(value, (int, float)) and not isinstance(value, bool):

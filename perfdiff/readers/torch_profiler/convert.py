@@ -8,13 +8,18 @@ means; it knows nothing of files or of several ranks.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import msgspec
 import numpy as np
 
-from perfdiff.readers.torch_profiler.columns import GpuColumns, gather, spans_ns
+from perfdiff.readers.torch_profiler.columns import (
+    GpuColumns,
+    first_bad_time,
+    gather,
+    spans_ns,
+)
 from perfdiff.readers.torch_profiler.cycles import (
     NO_LAUNCH,
     CycleSpans,
@@ -24,9 +29,10 @@ from perfdiff.readers.torch_profiler.cycles import (
     has_steps,
     launch_times,
 )
-from perfdiff.readers.torch_profiler.events import BadTrace
+from perfdiff.readers.torch_profiler.events import REEXPORT, BadTrace
+from perfdiff.readers.torch_profiler.launches import check_shared_correlations
 from perfdiff.readers.torch_profiler.metadata import TraceMeta, device_for
-from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings
+from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings, torch_of
 from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
 from perfdiff.schema.model import (
     CycleTable,
@@ -56,6 +62,9 @@ class RankData:
     metric_names: list[str] = field(default_factory=list)
     sample_interval_ns: int = 0
     cycles_from: str = ""
+    # the traceEvents index of each row of the run's kernels / memcpy / memset, for the
+    # run-file rules' error lines
+    events: dict[str, Sequence[int]] = field(default_factory=dict)
 
 
 def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str | None) -> RankData:
@@ -74,17 +83,22 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         raise BadTrace("no GPU events (no category of " + known_gpu_spellings() + "): a "
                    "CPU-only trace, or one whose GPU events perfdiff does not know yet "
                    f"(categories here: {_most_frequent(gathered.categories)}; written by "
-                   f"{meta.writer}); record with torch.profiler.ProfilerActivity.CUDA on a "
-                   "GPU, or report the categories above")
+                   f"{torch_of(gathered.categories)}; {meta.writer}); record with "
+                   "torch.profiler.ProfilerActivity.CUDA on a GPU, or report the categories "
+                   "above")
     gpu_spans = [cols.spans(base_ns) for cols in (kernels, copies, sets)]  # checked first
+    check_shared_correlations(kernels, launch_corr, gathered.launch_name)
     try:
         launch_ns = us_texts_to_ns(launch_ts) + base_ns
     except ValueError as exc:
-        raise BadTrace(f"launch event with a bad time ({exc})") from None
+        row = first_bad_time(launch_ts)
+        where = "" if row is None else f" at traceEvents[{gathered.launch_at[row]}]"
+        raise BadTrace(f"launch event{where} with a bad time ({exc}); {REEXPORT}") from None
     launches = dict(zip(launch_corr, launch_ns.tolist(), strict=True))
     names = sorted(set(kernels.name))
     warnings: list[str] = []
-    range_start, range_end = spans_ns(ranges.ts, ranges.dur, base_ns, "annotation range")
+    range_start, range_end = spans_ns(ranges.ts, ranges.dur, base_ns, "annotation range",
+                                      ranges.at)
     range_rows = list(zip(ranges.cat, ranges.name, range_start.tolist(), range_end.tolist(),
                           ranges.device, strict=True))
     if cycle_range is None and not has_steps(range_rows):
@@ -94,8 +108,8 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         if replayed:
             warnings.append(f"{replayed} of {len(kernels.name)} kernels were launched by "
                             "CUDA/HIP graph replays (several kernels per launch)")
-        spans, mode = detected_cycles(kernels, names, launches, range_rows, warnings,
-                                       gpu_spans[0][0] if replayed else None)
+        spans, mode = detected_cycles(kernels, names, range_rows, warnings, gpu_spans[0][0],
+                                      replayed=bool(replayed))
     else:
         spans, mode = cut_cycles(range_rows, cycle_range, warnings)
     run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,
@@ -111,6 +125,7 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
         warnings=warnings, metric_names=sorted({m.name for m in metrics}),
         sample_interval_ns=interval, cycles_from=spans.source,
+        events={"kernels": kernels.event, "memcpy": copies.event, "memset": sets.event},
     )
 
 
@@ -134,15 +149,25 @@ def _build_run(kernels: GpuColumns, copies: GpuColumns, sets: GpuColumns,
     name_ids = {name: i for i, name in enumerate(names)}
     tables: list[tuple[GpuColumns, IntArray, IntArray, IntArray, IntArray]] = []
     unmatched_total = 0
+    unmatched_kernels = 0
     for cols, (start, end) in zip((kernels, copies, sets), gpu_spans, strict=True):
         devices = np.asarray(cols.device, dtype=np.int64)
         if mode in ("gpu", "gpu-start"):
             when = start
         else:
             when = launch_times(cols.correlation, launches)
-            unmatched_total += int((when == NO_LAUNCH).sum())
+            unmatched = int((when == NO_LAUNCH).sum())
+            unmatched_total += unmatched
+            unmatched_kernels += unmatched if cols is kernels else 0
         tables.append((cols, devices, start, end, assign_cycles(spans, when, devices)))
     total = len(kernels.name) + len(copies.name) + len(sets.name)
+    if mode == "launch" and unmatched_kernels and unmatched_kernels == len(kernels.name):
+        # every kernel outside every step while copies are in them: a report of copies only
+        raise BadTrace(f"none of the {unmatched_kernels} kernels has a matching launch "
+                       "(cuda_runtime/cuda_driver event with the same args.correlation), so "
+                       "no kernel can be put in a step; record with ProfilerActivity.CPU as "
+                       "well as CUDA (if it was, the trace was edited or damaged: re-export "
+                       "it)")
     if mode == "launch" and unmatched_total:
         if unmatched_total == total:
             raise BadTrace(f"none of the {total} GPU events has a matching launch (cuda_runtime/"

@@ -7,6 +7,7 @@ says it is needed (GPU, launch, annotation); CPU-side events are only counted.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from typing import Any, TypeVar
 
@@ -125,6 +126,9 @@ class _Sorted(msgspec.Struct, gc=False):
     launches: list[msgspec.Raw]
     ranges: dict[str, list[msgspec.Raw]]  # user_annotation, gpu_user_annotation, operator
     counters: list[msgspec.Raw]  # hardware_counters samples (ph "C")
+    # positions in traceEvents of the kept events, by kind (GPU kinds, LAUNCH, the range
+    # kinds, COUNTERS), for the error lines: 8 bytes an event
+    at: dict[str, array[int]]
     profiler_ranges: int  # cuda_profiler_range events (their trace has no kernels)
     categories: dict[str, int]  # categories and counts, of a trace without GPU events only
 
@@ -162,6 +166,9 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     """
     kind_of = _KIND_DECODER.decode
     gpu: dict[str, list[msgspec.Raw]] = {kind: [] for kind in GPU_KINDS}
+    at: dict[str, array[int]] = {kind: array("q") for kind in (*GPU_KINDS, LAUNCH, CPU_RANGE,
+                                                                 GPU_RANGE, STEP_OPERATOR,
+                                                                 COUNTERS)}
     launches: list[msgspec.Raw] = []
     ranges: dict[str, list[msgspec.Raw]] = {CPU_RANGE: [], GPU_RANGE: [], STEP_OPERATOR: []}
     counters: list[msgspec.Raw] = []
@@ -169,7 +176,7 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     profiler_ranges = 0
     spelling = CATEGORY_SPELLINGS  # one dict lookup turns away most CPU-side events
     try:
-        for raw in raws:
+        for position, raw in enumerate(raws):
             event = _decode_replacing(kind_of, raw)
             cat = event.cat
             if cat not in spelling:
@@ -180,29 +187,35 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
             elif kind == LAUNCH:
                 launches.append(raw)
             elif kind == STEP_OPERATOR:
-                if _STEP_BYTES in bytes(raw):
-                    ranges[kind].append(raw)
+                if _STEP_BYTES not in bytes(raw):
+                    continue
+                ranges[kind].append(raw)
             elif kind in ranges:
                 ranges[kind].append(raw)
             elif kind == COUNTERS:
-                if event.ph == "C":
-                    counters.append(raw)
+                if event.ph != "C":
+                    continue
+                counters.append(raw)
             else:
                 profiler_ranges += 1
+                continue
+            at[kind].append(position)
     except msgspec.ValidationError as exc:
         where = next((i for i, raw in enumerate(raws) if not _decodes(kind_of, raw)), None)
-        at = "" if where is None else f" at traceEvents[{where}]"
-        raise BadTrace(f"malformed trace event{at} ({exc}); {REEXPORT}") from None
+        shown = "" if where is None else f" at traceEvents[{where}]"
+        raise BadTrace(f"malformed trace event{shown} ({exc}); {REEXPORT}") from None
     if not any(gpu.values()):  # the error line lists the categories: counted only then
         categories = dict(Counter(_decode_replacing(kind_of, raw).cat for raw in raws))
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
-    return _Sorted(gpu, launches, ranges, counters, profiler_ranges, categories)
+    return _Sorted(gpu, launches, ranges, counters, at, profiler_ranges, categories)
 
 
-def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> list[_T]:
+def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T],
+                at: array[int] | None = None) -> list[_T]:
     """Decode kept slices (GPU, annotation or launch events) with ``decoder``; the list of
-    slices is emptied, so that each is freed with its event."""
+    slices is emptied, so that each is freed with its event. ``at``: their positions in
+    ``traceEvents`` (GPU events), named in the error line."""
     decode = decoder.decode
     try:
         try:
@@ -210,9 +223,10 @@ def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T]) -> l
         except UnicodeDecodeError:  # a name that is not UTF-8: kept, with U+FFFD for its bytes
             events = [_decode_replacing(decode, raw) for raw in raws]
     except msgspec.ValidationError as exc:
-        shown = next((bytes(raw)[:80].decode("utf-8", "replace") for raw in raws
-                      if not _decodes(decode, raw)), "")
-        raise BadTrace(f"malformed trace event ({exc}; the event begins {shown!r}); "
+        bad = next((i for i, raw in enumerate(raws) if not _decodes(decode, raw)), None)
+        shown = "" if bad is None else bytes(raws[bad])[:80].decode("utf-8", "replace")
+        where = f" at traceEvents[{at[bad]}]" if at is not None and bad is not None else ""
+        raise BadTrace(f"malformed trace event{where} ({exc}; the event begins {shown!r}); "
                        f"{REEXPORT}") from None
     del raws[:]
     return events

@@ -12,9 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfdiff.errors import InputError
-from perfdiff.readers.torch_profiler.assemble import assemble_run_file
+from perfdiff.readers.cycle_range import CycleRange
+from perfdiff.readers.torch_profiler.assemble import assemble_run_file, run_order
 from perfdiff.readers.torch_profiler.convert import RankData, convert_trace
-from perfdiff.readers.torch_profiler.events import BadTrace
+from perfdiff.readers.torch_profiler.events import REEXPORT, BadTrace
 from perfdiff.readers.torch_profiler.files import decode_trace, file_bytes, rank_files_in
 from perfdiff.readers.torch_profiler.metadata import trace_metadata
 from perfdiff.schema.model import RunFile
@@ -30,6 +31,8 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
     A file of a folder that may be a rank but cannot be read stops the reading, unless
     ``allow_missing_ranks``: then it is left out and the run file says so (a counted note).
     """
+    if cycle_range is not None:
+        CycleRange.parse(cycle_range)  # a bad pattern is a usage error before any reading
     files: list[Path] = []
     left_out: list[tuple[Path, str]] = []
     for raw_path in paths:
@@ -54,7 +57,10 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
         raise InputError("no torch.profiler trace given")
     parts = [_read_one(p, cycle_range) for p in files]
     run_file = assemble_run_file(parts, [str(p) for p in files])
-    check_run_file(run_file, ", ".join(str(p) for p in files))  # the run-file rules, once
+    events = {(position, table): rows for position, part in enumerate(run_order(parts))
+              for table, rows in part.events.items()}
+    check_run_file(run_file, ", ".join(str(p) for p in files), events=events,
+                   fix=REEXPORT)  # the run-file rules, once, naming the trace's events
     if left_out:
         note = (f"{len(left_out)} rank file(s) left out (--allow-missing-ranks): "
                 + "; ".join(f"{path.name}: {why}" for path, why in left_out[:5]))

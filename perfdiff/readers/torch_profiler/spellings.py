@@ -4,7 +4,8 @@ Why a table: Kineto renamed its categories (torch 1.8/1.9 wrote ``"Kernel"``, ``
 ``"Memcpy"``, ``"Memset"``, with ``ProfilerStep#N`` as an ``"Operator"``; later versions write
 ``"kernel"``, ``"cuda_runtime"``, ``"gpu_memcpy"``, ``"gpu_memset"``, ``"user_annotation"``),
 ROCm builds write HIP calls under the same or ``hip_*`` names, and more spellings will come.
-(Graph replays are told by the data, not by a name: several kernels share one correlation.)
+(Graph replays are told by the data, not by a name: several kernels share one correlation;
+the names below only say which launch calls may do that at all.)
 Each spelling seen in a real trace is one row here, and ``tests/readers`` checks the table
 against the real traces (fixtures/kineto/foreign); the rest of the reader speaks the canonical
 names only.
@@ -12,6 +13,7 @@ names only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 KERNEL: Final = "kernel"
@@ -47,10 +49,43 @@ CATEGORY_SPELLINGS: Final[dict[str, str]] = {
     "cuda_profiler_range": PROFILER_RANGE,
 }
 
+# category -> the torch versions that write it: Kineto renamed its categories in torch 1.10
+# ("Kernel" -> "kernel", "Operator" -> "cpu_op"). A trace does not record its torch version, so
+# this is how the line about a trace perfdiff cannot read names it (checked against the real
+# traces of fixtures/kineto: the HolisticTraceAnalysis torch 1.8 trace, torch 2.x recordings)
+TORCH_OF_CATEGORY: Final[dict[str, str]] = {
+    "Kernel": "torch 1.8-1.9",
+    "Memcpy": "torch 1.8-1.9",
+    "Memset": "torch 1.8-1.9",
+    "Runtime": "torch 1.8-1.9",
+    "Operator": "torch 1.8-1.9",
+    "kernel": "torch >= 1.10",
+    "cpu_op": "torch >= 1.10",
+    "cuda_runtime": "torch >= 1.10",
+}
+
+# Launch calls that start several kernels under one correlation id, as substrings of the API
+# name (any version suffix: cudaGraphLaunch, cudaGraphLaunch_v10000, cuGraphLaunch,
+# hipGraphLaunch). Every other launch starts one kernel, so kernels sharing its correlation are
+# damage (a kernel moved to another launch lands in that launch's step: issue 25, rows flipped).
+# Seen in real traces: cudaGraphLaunch (HTA trace_diff/test, CUDA), hipGraphLaunch (vLLM and
+# SGLang on ROCm, fixtures/kineto/foreign). From the CUDA/HIP API references, not yet seen in a
+# trace: cudaLaunchCooperativeKernelMultiDevice (one call, one kernel per device),
+# hipLaunchCooperativeKernelMultiDevice, hipExtLaunchMultiKernelMultiDevice.
+MULTI_KERNEL_LAUNCHES: Final = ("GraphLaunch", "MultiDevice", "MultiKernel")
+
 # top-level keys that tell which software wrote a trace, for the line that says what a trace
 # perfdiff cannot read was missing
 WRITER_KEYS: Final = ("schemaVersion", "cuda_runtime_version", "hip_runtime_version",
                       "roctracer_version", "cupti_version")
+
+
+def torch_of(categories: Iterable[str]) -> str:
+    """Which torch wrote a trace, as its category spellings tell ("an unknown torch version (not
+    recorded)" when none is telling; both eras named when the spellings are mixed)."""
+    eras = sorted({TORCH_OF_CATEGORY[c] for c in categories if c in TORCH_OF_CATEGORY})
+    return " or ".join(eras) + " by its category spellings" if eras else \
+        "an unknown torch version (not recorded)"
 
 
 def known_gpu_spellings() -> str:
