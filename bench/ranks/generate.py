@@ -5,15 +5,21 @@ Usage (from the repository root)::
     python -m bench.ranks.generate OUT_DIR --ranks 64 --launches 1000000 \\
         [--source fixtures/trainer-gpt2.json.gz] [--micro 8] [--slow-factor 1.15] [--seed 1]
 
-Each rank is built from the source recording's measured cycles: a cycle of the job is ``--micro``
-source steps drawn at random (with replacement, a seed per rank) and laid end to end, as one
-optimizer step of gradient accumulation over ``--micro`` micro-batches. Every launch keeps its
-recorded kernel, duration, stream and launch configuration, and the gap before it, so the
-kernel mix and the launch-to-launch jitter are the recording's; copies and memsets come along
-with their step. (Launches that overlapped on several streams are laid one after another: the
-gap before a launch is never negative.) ``--slow-factor`` makes every GEMM (``gemm``,
-``nvjet``, ``cutlass`` in the name) that much longer on every rank (or on ``--slow-ranks``
-only: a straggler): the abnormal side.
+The job runs in lock-step, as a DDP job does. Its cycles are built from the source recording's
+measured steps: a cycle is ``--micro`` source steps drawn at random (one draw for the whole job)
+and laid end to end, as one optimizer step of gradient accumulation over ``--micro``
+micro-batches, and every rank runs that same sequence. Every launch keeps its recorded kernel,
+stream, launch configuration and the gap before it; its duration is the one recorded at its
+position in a source step drawn per launch and per rank (the recording's jitter, independent
+from rank to rank), so the kernel mix and the launch-to-launch jitter are the recording's;
+copies and memsets come along with their step. (Launches that overlapped on several streams are
+laid one after another: the gap before a launch is never negative.) Each cycle ends in a
+gradient all-reduce (an NCCL kernel name; the source, one GPU, has none): its own length is
+0.4 ms +-5 %, the same on every rank, and on every rank but the slowest it lasts longer by the
+time the rank waits for the slowest to reach it, so every rank's cycle ends at the same time.
+The kernel and its base length are synthetic; nothing else is. ``--slow-factor`` makes every
+GEMM (``gemm``, ``nvjet``, ``cutlass`` in the name) that much longer on every rank (or on
+``--slow-ranks`` only: a straggler, whom the others then wait for): the abnormal side.
 
 Only one rank's arrays are in memory at a time; each is written as a shard
 (``perfdiff.schema.shards.ShardWriter``) and dropped. Rank r runs on GPU r (as ``perfdiff merge``
@@ -36,6 +42,7 @@ from perfdiff.schema.model import (
     Collection,
     CycleTable,
     IntArray,
+    KernelName,
     KernelTable,
     Run,
     RunFile,
@@ -89,13 +96,79 @@ def source_steps(run: Run) -> list[_Step]:
     return steps
 
 
-def build_rank(source: RunFile, steps: list[_Step], *, rank: int, launches: int, micro: int,
-               slow: np.ndarray, slow_factor: float, seed: int) -> Run:
-    """Rank ``rank``'s run: cycles of ``micro`` random source steps until ``launches``."""
-    rng = np.random.default_rng([seed, rank])
+COLLECTIVE = KernelName(
+    mangled="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+    demangled="ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)")
+COLLECTIVE_BASE_NS = 400_000  # the all-reduce itself, when nobody waits (jittered +-5 %)
+
+
+def plan(steps: list[_Step], *, launches: int, micro: int, seed: int) -> IntArray:
+    """The job's step sequence, shared by every rank: (cycles, micro) source step indices."""
     per_step = float(np.mean([s.name_id.size for s in steps]))
     n_cycles = max(2, round(launches / (micro * per_step)))
-    picks = rng.integers(0, len(steps), size=(n_cycles, micro))
+    rng = np.random.default_rng([seed])
+    return np.asarray(rng.integers(0, len(steps), size=(n_cycles, micro)), dtype=np.int64)
+
+
+def draw_durations(steps: list[_Step], picks: IntArray, *, rank: int, seed: int,
+                   slow: np.ndarray, slow_factor: float) -> list[IntArray]:
+    """Rank ``rank``'s kernel durations, one array per (cycle, micro) slot in order.
+
+    Every rank runs the slot's step; each launch takes the duration recorded at its position in
+    a step drawn at random among the source steps of the same launch sequence (a seed per
+    rank): the recording's jitter, independent from rank to rank. ``slow_factor`` stretches the
+    GEMMs.
+    """
+    rng = np.random.default_rng([seed, rank, 1])
+    pools = _pools(steps)
+    out = []
+    for pick in picks.ravel():
+        pool = pools[int(pick)]
+        rows = rng.integers(0, pool.shape[0], size=pool.shape[1])
+        dur = pool[rows, np.arange(pool.shape[1])]
+        step = steps[int(pick)]
+        if slow_factor != 1.0:
+            dur = np.where(slow[step.name_id], np.rint(dur * slow_factor).astype(np.int64), dur)
+        out.append(dur)
+    return out
+
+
+_POOLS: dict[int, list[np.ndarray]] = {}
+
+
+def _pools(steps: list[_Step]) -> list[np.ndarray]:
+    """Per source step, the durations of every source step with its launch sequence (rows)."""
+    key = id(steps)
+    if key not in _POOLS:
+        by_seq: dict[bytes, list[int]] = {}
+        for i, s in enumerate(steps):
+            by_seq.setdefault(s.name_id.tobytes(), []).append(i)
+        _POOLS.clear()
+        _POOLS[key] = [np.stack([steps[j].dur_ns for j in by_seq[s.name_id.tobytes()]])
+                       for s in steps]
+    return _POOLS[key]
+
+
+def busy_ns(steps: list[_Step], picks: IntArray, durations: list[IntArray]) -> IntArray:
+    """Per cycle, how long the rank computes before it reaches the cycle's all-reduce."""
+    micro = picks.shape[1]
+    out = np.zeros(picks.shape[0], dtype=np.int64)
+    for slot, pick in enumerate(picks.ravel()):
+        step = steps[int(pick)]
+        out[slot // micro] += int(step.gap_ns.sum() + durations[slot].sum()) + step.tail_ns
+    return out
+
+
+def build_rank(source: RunFile, steps: list[_Step], picks: IntArray,
+               durations: list[IntArray], *, rank: int,
+               collective: tuple[int, IntArray] | None = None) -> Run:
+    """Rank ``rank``'s run: the planned cycles of source steps with its durations.
+
+    ``collective``: (name id, per cycle the all-reduce's length on this rank): the kernel that
+    closes each cycle, as a DDP job's gradient all-reduce does; on a rank that computed faster
+    than the slowest it lasts the base plus the wait (``main`` computes it over every rank).
+    """
+    n_cycles, micro = picks.shape
     parts: dict[str, list[IntArray]] = {c: [] for c in ("name_id", "gap", "dur", "cycle",
                                                          *_KERNEL_CONFIG)}
     cyc_start, cyc_end = [], []
@@ -104,10 +177,9 @@ def build_rank(source: RunFile, steps: list[_Step], *, rank: int, launches: int,
     t = 1_000_000_000
     for cycle in range(n_cycles):
         cyc_start.append(t)
-        for pick in picks[cycle]:
-            step = steps[int(pick)]
-            dur = np.where(slow[step.name_id],
-                           np.rint(step.dur_ns * slow_factor).astype(np.int64), step.dur_ns)
+        for m in range(micro):
+            step = steps[int(picks[cycle, m])]
+            dur = durations[cycle * micro + m]
             parts["name_id"].append(step.name_id)
             parts["gap"].append(step.gap_ns)
             parts["dur"].append(dur)
@@ -118,6 +190,18 @@ def build_rank(source: RunFile, steps: list[_Step], *, rank: int, launches: int,
             cp.extend((kind, b, t + off, d, cycle) for kind, b, off, d in step.copies)
             ms.extend((b, t + off, d, cycle) for b, off, d in step.sets)
             t += int(step.gap_ns.sum() + dur.sum()) + step.tail_ns
+        if collective is not None:
+            name_id, length = collective
+            last = steps[int(picks[cycle, -1])]
+            tails = sum(steps[int(p)].tail_ns for p in picks[cycle])
+            parts["name_id"].append(np.asarray([name_id], dtype=np.int64))
+            # after the steps' idle tails: the all-reduce ends the cycle
+            parts["gap"].append(np.asarray([tails], dtype=np.int64))
+            parts["dur"].append(np.asarray([length[cycle]], dtype=np.int64))
+            parts["cycle"].append(np.asarray([cycle], dtype=np.int64))
+            for c in _KERNEL_CONFIG:
+                parts[c].append(last.config[c][-1:])
+            t += int(length[cycle])
         cyc_end.append(t)
         t += 1000
     cat = {c: np.concatenate(v) for c, v in parts.items()}
@@ -158,6 +242,12 @@ def _transfers(rows: list[tuple[str, int, int, int, int]], rank: int) -> Transfe
                          end_ns=col[1] + col[2], cycle=col[3])
 
 
+def collective_base(n_cycles: int, seed: int) -> IntArray:
+    """Per cycle, the all-reduce's own length (shared by the ranks: it ends on all at once)."""
+    rng = np.random.default_rng([seed, 2**31])
+    return np.rint(COLLECTIVE_BASE_NS * rng.uniform(0.95, 1.05, n_cycles)).astype(np.int64)
+
+
 def job_header(source: RunFile, ranks: int, source_path: str, micro: int) -> RunFile:
     """The job's header: the source's, with one GPU per rank and no samples."""
     device = source.environment.devices[0]
@@ -165,12 +255,43 @@ def job_header(source: RunFile, ranks: int, source_path: str, micro: int) -> Run
                     for r in range(ranks))
     return replace(
         source, environment=replace(source.environment, devices=devices),
+        strings=(*source.strings, COLLECTIVE),
         collection=Collection(metrics=(), sample_interval_ns=source.collection.sample_interval_ns,
                               sources=("cupti_activity",), warnings=()),
         workload=Workload(name=f"{source.workload.name} (bench/ranks/generate.py)",
                           params={"source": source_path, "ranks": ranks, "micro_steps": micro,
                                   "cycles_from": "optimizer step"}),
         runs=())
+
+
+def generate(out: Path, *, source_path: str, ranks: int, launches: int, micro: int,
+             slow_factor: float, slow_ranks: set[int], seed: int) -> int:
+    """Write the job (module docstring) as shards under ``out``; the launches written."""
+    source = load_run_file(source_path)
+    steps = source_steps(source.runs[0])
+    slow = np.asarray([bool(GEMM.search(s.demangled or s.mangled)) for s in source.strings])
+    header = job_header(source, ranks, source_path, micro)
+    picks = plan(steps, launches=launches, micro=micro, seed=seed)
+
+    def durations(rank: int) -> list[IntArray]:
+        factor = slow_factor if rank in slow_ranks else 1.0
+        return draw_durations(steps, picks, rank=rank, seed=seed, slow=slow,
+                              slow_factor=factor)
+
+    # lock-step: every rank's all-reduce ends when the slowest rank reaches it (one pass to
+    # learn each rank's compute per cycle, a second to write; only one rank in memory)
+    busy = np.stack([busy_ns(steps, picks, durations(r)) for r in range(ranks)])
+    base = collective_base(picks.shape[0], seed)
+    writer = ShardWriter(out, ranks)
+    total = 0
+    for rank in range(ranks):
+        wait = base + busy.max(axis=0) - busy[rank]
+        run = build_rank(source, steps, picks, durations(rank), rank=rank,
+                         collective=(len(header.strings) - 1, wait))
+        total += run.kernels.name_id.size
+        writer.add(header, run)
+    writer.finish()
+    return total
 
 
 def main() -> None:
@@ -186,21 +307,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     started = time.monotonic()
-    source = load_run_file(args.source)
-    steps = source_steps(source.runs[0])
-    slow = np.asarray([bool(GEMM.search(s.demangled or s.mangled)) for s in source.strings])
-    header = job_header(source, args.ranks, args.source, args.micro)
-    writer = ShardWriter(args.out, args.ranks)
-    total = 0
     slow_ranks = ({int(r) for r in args.slow_ranks.split(",")} if args.slow_ranks
                   else set(range(args.ranks)))
-    for rank in range(args.ranks):
-        factor = args.slow_factor if rank in slow_ranks else 1.0
-        run = build_rank(source, steps, rank=rank, launches=args.launches, micro=args.micro,
-                         slow=slow, slow_factor=factor, seed=args.seed)
-        total += run.kernels.name_id.size
-        writer.add(header, run)
-    writer.finish()
+    total = generate(args.out, source_path=args.source, ranks=args.ranks,
+                     launches=args.launches, micro=args.micro, slow_factor=args.slow_factor,
+                     slow_ranks=slow_ranks, seed=args.seed)
     print(f"wrote {args.out}: {args.ranks} ranks, {total:,} launches, "
           f"{time.monotonic() - started:.1f} s")
 

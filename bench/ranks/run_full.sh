@@ -8,14 +8,16 @@ OUT=${OUT:-/tmp/bench-ranks}
 RANKS=${RANKS:-64}
 PY=${PY:-python}
 export PYTHONPATH=$PWD
-rm -rf "$OUT/normal" "$OUT/abnormal"
-mkdir -p "$OUT"
-$PY -m bench.ranks.generate "$OUT/normal" --ranks "$RANKS" --launches 1000000 --seed 1
-$PY -m bench.ranks.generate "$OUT/abnormal" --ranks "$RANKS" --launches 1000000 --seed 2 \
-    --slow-factor 1.25 --slow-ranks 17
+if [ -z "${REUSE:-}" ]; then  # REUSE=1: measure the job already in $OUT
+    rm -rf "$OUT/normal" "$OUT/abnormal"
+    mkdir -p "$OUT"
+    $PY -m bench.ranks.generate "$OUT/normal" --ranks "$RANKS" --launches 1000000 --seed 1
+    $PY -m bench.ranks.generate "$OUT/abnormal" --ranks "$RANKS" --launches 1000000 --seed 2 \
+        --slow-factor 1.5 --slow-ranks 17
+fi
 du -sh "$OUT/normal" "$OUT/abnormal"
 echo "== perfdiff compare (the command line; 2 cores: in-process map)"
 $PY -m bench.ranks.measure cli "$OUT/normal" "$OUT/abnormal" -o "$OUT/report.md"
-echo "== perfdiff ranks of the abnormal side (rank 17's GEMMs 1.25 x)"
+echo "== perfdiff ranks of the abnormal side (rank 17's GEMMs 1.5 x)"
 $PY -m bench.ranks.measure ranks "$OUT/abnormal" -o "$OUT/ranks.md"
 sed -n '1,12p' "$OUT/ranks.md"

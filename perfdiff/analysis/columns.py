@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+import numpy as np
 import pandas as pd
 
 from perfdiff.errors import InputError
@@ -73,6 +74,18 @@ def empty_cycle_table() -> pd.DataFrame:
     return pd.DataFrame({name: pd.Series([], dtype=_dtype(kind)) for name, kind in COLUMNS.items()})
 
 
+def _interned_text(column: pd.Series) -> np.ndarray:
+    """``column`` as text (missing: ""), an object array whose equal cells share one str."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()
+        names = column.cat.categories.to_series().astype(str).to_numpy(dtype=object)
+    else:
+        codes, uniques = pd.factorize(column, use_na_sentinel=True)
+        names = pd.Series(uniques, dtype=object).astype(str).to_numpy(dtype=object)
+    names = np.append(names, np.asarray([""], dtype=object))  # code -1: missing
+    return np.asarray(names[codes], dtype=object)
+
+
 def _dtype(kind: str) -> str:
     return {"i": "int64", "f": "float64", "s": "object"}[kind]
 
@@ -94,9 +107,10 @@ def normalise_cycle_table(table: pd.DataFrame, *, source: str = "<table>") -> pd
         try:
             if kind == "s":
                 # object, not pandas' "str" dtype: the statistics build sets and dicts of these
-                # columns, and iterating a "str" column boxes each value (about 1 us apiece)
-                text = column.fillna("").astype(str).to_numpy(dtype=object)
-                out[name] = pd.Series(text, index=out.index, dtype=object)
+                # columns, and iterating a "str" column boxes each value (about 1 us apiece);
+                # each distinct text is one object every row points to (a job of many ranks
+                # repeats a few hundred names over millions of rows)
+                out[name] = pd.Series(_interned_text(column), index=out.index, dtype=object)
             else:
                 out[name] = column.to_numpy().astype(_dtype(kind))
         except (TypeError, ValueError) as exc:

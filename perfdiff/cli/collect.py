@@ -169,6 +169,9 @@ _FunctionOpt = typer.Option(
 )
 
 
+_ShardsOpt = typer.Option(
+    "--shards", help="Write OUTPUT as a sharded run: a new folder with one Parquet shard per "
+    "run (per rank of a torchrun job) that compare, ranks and merge read shard by shard.")
 _UntracedOpt = typer.Option(
     help="Leave one measured cycle in N untraced (activity off) so the run file measures "
     "perfdiff's own overhead on this program; 0: trace every cycle.")
@@ -206,6 +209,7 @@ def collect(
     runs: Annotated[int, _RunsOpt] = 1,
     cycle_function: Annotated[str | None, _FunctionOpt] = None,
     untraced_every: Annotated[int, _UntracedOpt] = DEFAULT_UNTRACED_EVERY,
+    shards: Annotated[bool, _ShardsOpt] = False,
 ) -> None:
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
     from perfdiff.cli.saving import save_recording
@@ -234,7 +238,7 @@ def collect(
                                                                            *extra))),
             pm_sampling=not no_pm, nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms,
             trace_memory=not no_memory, contend=contend, contend_device=device,
-            untraced_every=untraced_every,
+            untraced_every=untraced_every, shards=shards,
         )
         return
     if runs != 1 or cycle_range or cycle_ms is not None or cycle_function:
@@ -280,7 +284,7 @@ def collect(
             replace(settings, exclude_streams=neighbour.excluded_streams),
             device=opened.device, extra_params=extra_params, progress=progress,
         )
-    path, unsaved = save_recording(outcome.run_file, output)
+    path, unsaved = save_recording(outcome.run_file, output, shards=shards)
     if unsaved is not None:
         typer.echo(f"perfdiff: error: {unsaved}", err=True)
     for warning in outcome.run_file.collection.warnings:

@@ -44,6 +44,7 @@ def collect_program(
     contend: float = 0.0,
     contend_device: int = 0,
     untraced_every: int = DEFAULT_UNTRACED_EVERY,
+    shards: bool = False,
 ) -> None:
     """Run and record CMD; exit with its exit code (0 when every run succeeded).
 
@@ -92,7 +93,7 @@ def collect_program(
         outcome = run_program(command, config, runs,
                               echo=lambda text: typer.echo(text, err=True))
     run_file = _with_provenance(outcome.run_file)
-    path, unsaved = save_recording(run_file, output)
+    path, unsaved = save_recording(run_file, output, shards=shards)
     if unsaved is not None:
         typer.echo(f"perfdiff: error: {unsaved}", err=True)
     for warning in run_file.collection.warnings:

@@ -80,7 +80,6 @@ def ranks_of_path(path: str | Path, options: RanksOptions | None = None, *,
 def _sharded_side(sharded: ShardedRun, executor: Executor, label: str,
                   progress: Progress | None) -> Side:
     path = sharded.folder
-    from perfdiff.analysis import columns as C
     from perfdiff.analysis.window_work import window_ms_of
 
     skeleton = skeleton_run_file(sharded)
@@ -88,10 +87,11 @@ def _sharded_side(sharded: ShardedRun, executor: Executor, label: str,
         raise InputError(f"{path}: a sharded run of fixed windows (--cycle-ms); windows are "
                          "turned into units of work from a single run file only for now: "
                          "merge the shards into one file (perfdiff merge)")
-    tables = [t for t in executor.map_shards(sharded, label, progress) if len(t)]
-    import pandas as pd
+    from perfdiff.engine.tasks import join_tables
 
-    table = pd.concat(tables, ignore_index=True) if tables else C.empty_cycle_table()
+    tables = [t for t in executor.map_shards(sharded, label, progress) if len(t)]
+    table = join_tables(tables)
+    del tables
     return Side(table, run_file_meta(skeleton, source=str(path)), None)
 
 

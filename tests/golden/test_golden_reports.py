@@ -29,7 +29,10 @@ SEED_REPORT = Path(os.environ.get("PERFDIFF_SEEDS", shared("seeds"))) / (
 FIXTURE_PAIRS = {
     "gpt-infer": ("gpt-infer-normal.json.gz", "gpt-infer-contended.json.gz"),
     "train-step": ("train-step-normal.json.gz", "train-step-adamw-loop.json.gz"),
+    # the real two-GPU DDP pair (rank 1's GPU contended): pinned as issue 26 found it
+    "ddp": ("ddp-normal.json.gz", "ddp-contended-gpu1.json.gz"),
 }
+DDP_FIXTURES = ("ddp-normal", "ddp-contended-gpu1")
 
 
 def _portable(comparison: Comparison, root: Path) -> Comparison:
@@ -104,6 +107,19 @@ def test_gpu_fixture_reports(workload: str, update_golden: bool) -> None:
         pytest.skip(f"GPU fixtures {normal_name} / {abnormal_name} not recorded yet")
     comparison = _portable(compare_inputs(normal, abnormal, CompareOptions()), REPO)
     check_golden(render_markdown(comparison), f"fixtures-{workload}.md", update_golden)
+
+
+@pytest.mark.parametrize("name", DDP_FIXTURES)
+def test_ddp_fixture_ranks_reports(name: str, update_golden: bool) -> None:
+    """``perfdiff ranks`` of each DDP recording, pinned as issue 26 found it (rank 1 named in
+    the contended one with its GEMMs, none in the other)."""
+    from perfdiff.analysis.ranks.entry import ranks_of_loaded
+    from perfdiff.readers.dispatch import open_input
+    from perfdiff.report.ranks import render_ranks_markdown
+
+    path = REPO / "fixtures" / f"{name}.json.gz"
+    report = replace(ranks_of_loaded(open_input(path)), source=f"fixtures/{name}.json.gz")
+    check_golden(render_ranks_markdown(report), f"ranks-{name}.md", update_golden)
 
 
 def test_contended_gpt_infer_puts_gemm_and_tensor_utilisation_first() -> None:
