@@ -27,6 +27,7 @@ cycle: each is a sample of a case, and the in-situ cross-check pairs every one w
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,8 @@ class UntracedCycles:
     log: CycleLog
     # the samplers started so far (the caller's own list: samplers that start later count)
     samplers: list[Any] = field(default_factory=list)
+    # False: leave the next cycle traced (another log's untraced cycle is open: found_cycles)
+    allowed: Callable[[], bool] = lambda: True
     positions: list[int] = field(default_factory=list)  # log positions of untraced cycles
     errors: list[str] = field(default_factory=list)
     _measured: int = 0
@@ -79,7 +82,7 @@ class UntracedCycles:
     def before_begin(self, warmup: bool) -> None:
         if self._paused:  # the previous cycle ended without completing
             self.after_end()
-        if warmup or self._switch_failed:
+        if warmup or self._switch_failed or not self.allowed():
             return
         self._measured += 1
         if self._measured % self.every:
@@ -106,6 +109,11 @@ class UntracedCycles:
                 continue
             self._paused_samplers.append(sampler)
             self._ever_paused.add(str(getattr(sampler, "name", "sampler")))
+
+    @property
+    def paused(self) -> bool:
+        """An untraced cycle of this log is open now."""
+        return self._paused
 
     def after_end(self) -> None:
         if not self._paused:
