@@ -41,6 +41,7 @@ from perfdiff.analysis.launch_changes import launch_changes
 from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
+    CycleTimeChange,
     InventoryChange,
     MetricRow,
     Replacement,
@@ -78,6 +79,7 @@ from perfdiff.analysis.summary import (
     side_summary,
 )
 from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_of, side_units
+from perfdiff.analysis.untraced_time import time_note
 from perfdiff.errors import InputError
 
 
@@ -91,11 +93,14 @@ def compare_tables(
     labels: tuple[str, str] = ("normal", "abnormal"),
     extra_rows: tuple[pd.DataFrame, pd.DataFrame] | None = None,
     replacements: tuple[Replacement, ...] = (),
+    time_tables: tuple[pd.DataFrame | None, pd.DataFrame | None] | None = None,
 ) -> Comparison:
     """Compare two cycle tables (see the module docstring); raises InputError on empty input.
 
     ``extra_rows`` (pseudo-functions to test with the rest, such as the replaced kernels of
-    ``replacements.py``) are appended to each side before the statistics.
+    ``replacements.py``) are appended to each side before the statistics. ``time_tables``
+    (run files: each side's untraced cycles, ``untraced_time.py``, or None where it has too
+    few) give the cycle-time change when both sides have them.
     """
     opts = options or CompareOptions()
     metas = (
@@ -160,7 +165,7 @@ def compare_tables(
         notes.append(host_bound_note(split, opts.practical_threshold_pct))
     rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid, unit,
                                      threshold_ms_by_pid)
-    cycle_time = cycle_time_change(tables, unit, opts, comparable)
+    cycle_time = _cycle_time(tables, time_tables, unit, opts, comparable, notes)
     findings = lead_with_gpu_work(key_findings(rows, opts, comparable, cycle_time), split)
     if findings and all(f.verdict not in CHANGE for f in findings) and comparable:
         notes.append(
@@ -195,6 +200,27 @@ def compare_tables(
         described=described_changes(rows, inventory, split is None or idle_leads(split))
         if comparable and is_few(*_cycle_counts(tables)) else (),
     )
+
+
+def _cycle_time(tables: tuple[pd.DataFrame, pd.DataFrame],
+                time_tables: tuple[pd.DataFrame | None, pd.DataFrame | None] | None,
+                unit: TestUnit, opts: CompareOptions, comparable: bool,
+                notes: list[str]) -> CycleTimeChange:
+    """The cycle-time change: from untraced cycles where both sides have them (notes say
+    which), else from the cycles of the tables."""
+    if time_tables is None:
+        return cycle_time_change(tables, unit, opts, comparable)
+    normal, abnormal = time_tables
+    traced = _cycle_counts(tables)
+    if normal is None and abnormal is None:
+        return cycle_time_change(tables, unit, opts, comparable)  # as before untraced cycles
+    if normal is None or abnormal is None:
+        notes.append(time_note(None, traced))
+        return cycle_time_change(tables, unit, opts, comparable)
+    notes.append(time_note((len(normal), len(abnormal)), traced))
+    runs = min(int(normal[C.RUN].nunique()), int(abnormal[C.RUN].nunique()))
+    time_unit: TestUnit = "runs" if runs >= 2 else "cycles"
+    return cycle_time_change((normal, abnormal), time_unit, opts, comparable)
 
 
 def _cycle_counts(tables: tuple[pd.DataFrame, pd.DataFrame]) -> tuple[int, int]:

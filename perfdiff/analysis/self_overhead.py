@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfdiff.analysis.untraced_time import timed_untraced
 from perfdiff.schema.model import CycleTable, RunFile
 
 HOLD_WARN_NS = 1_000_000
@@ -37,7 +38,8 @@ NEIGHBOURS = 2  # traced cycles taken on each side of an untraced one
 
 
 def _pairs(run_file: RunFile) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per untraced cycle: its duration and the median duration of the traced measured
+    """Per timed untraced cycle (``untraced_time.timed_untraced``; every untraced cycle in
+    run files of single ones): its duration and the median duration of the traced measured
     cycles next to it (up to NEIGHBOURS on each side, in time order, same run); and the
     number of traced measured cycles.
 
@@ -59,7 +61,9 @@ def _pairs(run_file: RunFile) -> tuple[np.ndarray, np.ndarray, int]:
         is_traced = (flags == 1) & measured
         traced_total += int(is_traced.sum())
         traced_at = np.flatnonzero(is_traced)
-        for i in np.flatnonzero(flags == 0).tolist():
+        # runs of two (collect/overhead.py): only the timed one of each run, not its lead-in
+        timed = timed_untraced(c)[order]
+        for i in np.flatnonzero(timed if timed.any() else flags == 0).tolist():
             cut = int(np.searchsorted(traced_at, i))
             side = np.concatenate([traced_at[max(0, cut - NEIGHBOURS):cut],
                                    traced_at[cut:cut + NEIGHBOURS]])
