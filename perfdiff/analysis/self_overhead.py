@@ -106,6 +106,12 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
             f"{found.untraced_cycles} untraced cycle(s) ({found.traced_cycles} traced); "
             f"{_what_it_covers(run_file)}{_between_cycles(run_file)}"
         )
+    elif str(run_file.workload.params.get("cycles_from", "")).startswith("detected period"):
+        notes.append(
+            f"{source}: its cycles were found after the run (the period of the launch "
+            "sequence), so none could be left untraced: cycle time is traced time and includes "
+            "perfdiff's cost on the host; cut cycles while the program runs (--cycle-function, "
+            "--cycle-range or perfdiff.cycle()) to have it measured without tracing")
     held = 0
     longest = 0
     for run in run_file.runs:

@@ -57,3 +57,20 @@ def test_cycle_time_comes_from_untraced_cycles_when_both_sides_have_them() -> No
     comparison, _ = compare_loaded(load(normal, "a"), load(traced_only, "b"))
     assert abs(comparison.cycle_time.delta_pct) < 5.0  # traced time: no untraced on one side
     assert any("Cycle time is traced time" in n for n in comparison.notes)
+
+
+def test_cycles_found_after_the_run_say_cycle_time_is_traced_time() -> None:
+    """The recorded GPT-2 generate run whose cycles are its detected period (fixtures/README.md):
+    no untraced cycle could exist, and the report says what its cycle time then is."""
+    from pathlib import Path
+
+    from perfdiff.analysis.self_overhead import self_overhead_notes
+    from perfdiff.schema.io import load_run_file
+
+    path = Path(__file__).parents[2] / "fixtures" / "generate-found.json.gz"
+    rf = load_run_file(path)
+    assert str(rf.workload.params["cycles_from"]).startswith("detected period")
+    notes = self_overhead_notes(rf, "g")
+    assert any("cycle time is traced time" in n for n in notes)
+    marked = with_untraced(make_run_file(n_cycles=32, n_warmup=1), RUNS, 3.0)
+    assert not any("traced time" in n for n in self_overhead_notes(marked, "m"))
