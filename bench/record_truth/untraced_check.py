@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from perfdiff.analysis.untraced_time import timed_untraced
 from perfdiff.schema.io import load_run_file
 
 
@@ -53,7 +54,7 @@ def recorded_row(path: str) -> dict[str, Any]:
     skip = 5  # the timer's own steady-state skip (steptimer.StepTimer)
     idx = np.asarray(c.index)
     steady = idx >= skip
-    untraced = ~traced & steady
+    untraced = timed_untraced(c) & steady  # the timed ones (a lead-in before each)
     same = untraced & (idx < steps.size)
     ratio = dur[same] / steps[idx[same]] - 1 if same.any() else np.asarray([])
     hold = np.asarray(c.hold_ns, dtype=float) / 1e6 if c.hold_ns is not None else None
