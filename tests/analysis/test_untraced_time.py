@@ -72,5 +72,8 @@ def test_cycles_found_after_the_run_say_cycle_time_is_traced_time() -> None:
     assert str(rf.workload.params["cycles_from"]).startswith("detected period")
     notes = self_overhead_notes(rf, "g")
     assert any("cycle time is traced time" in n for n in notes)
+    windows = load_run_file(path.parent / "trainer-gpt2-ms200.json.gz")
+    assert any("fixed 200 ms windows, so none could be left untraced" in n
+               for n in self_overhead_notes(windows, "w"))
     marked = with_untraced(make_run_file(n_cycles=32, n_warmup=1), RUNS, 3.0)
     assert not any("traced time" in n for n in self_overhead_notes(marked, "m"))
