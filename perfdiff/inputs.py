@@ -12,6 +12,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from perfdiff.errors import InputError
@@ -62,4 +64,23 @@ def require_input(path: str | os.PathLike[str], *, folder_ok: bool = False) -> P
     return p
 
 
-__all__ = ["require_input"]
+@dataclass(frozen=True)
+class CheckedInputs:
+    """The input paths (as typed) that the console script checked before the heavy imports
+    (``perfdiff.cli.entry``). The command hands them to the door (``readers.dispatch``), which
+    then does not check them again: every input is checked once per command."""
+
+    paths: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, paths: Iterable[str | os.PathLike[str]]) -> CheckedInputs:
+        """The paths, spelled as :class:`Path` spells them (the commands get ``Path``s:
+        ``./a.json`` arrives as ``a.json``)."""
+        return cls(frozenset(os.fspath(Path(p)) for p in paths))
+
+    def holds(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path`` was checked already."""
+        return os.fspath(Path(path)) in self.paths
+
+
+__all__ = ["CheckedInputs", "require_input"]

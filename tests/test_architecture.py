@@ -113,13 +113,60 @@ def test_analysis_opens_no_files() -> None:
     assert not bad, bad
 
 
-def test_every_input_kind_goes_through_the_one_door() -> None:
-    """Commands read inputs through readers.dispatch; only the door names a format's reader."""
-    readers = ("read_torch_profiler", "read_latencyprism", "is_torch_profiler_input",
-               "is_latencyprism_input", "is_latencyprism_folder", "read_nsys", "is_nsys_input")
+# what tells or reads a kind of input: named only by the door (readers/dispatch.py) and the
+# readers that define them
+KIND_DECIDERS = frozenset({
+    "input_kind", "is_sharded_run", "is_torch_profiler_input", "is_nsys_input",
+    "is_latencyprism_input", "is_latencyprism_folder", "read_torch_profiler", "read_nsys",
+    "read_latencyprism", "latencyprism_folder", "load_sharded_run", "join_shards",
+    "read_manifest", "read_run_file", "load_run_file"})
+# the exceptions, each for a reason: a Dask task gets a folder name only and re-reads the
+# manifest in its own process (engine/tasks.py); the recorder joins the shards it wrote itself
+# (collect/); the schema package defines the run-file and shard readers
+KIND_DECIDER_EXCEPTIONS = {("engine", "read_manifest"), ("collect", "load_run_file")}
+
+
+def _outside_the_door(path: Path, name: str) -> bool:
+    rel = path.relative_to(PACKAGE)
+    if rel.parts[0] in ("readers", "schema"):  # the door, the readers, their definitions
+        return False
+    return (rel.parts[0], name) not in KIND_DECIDER_EXCEPTIONS
+
+
+def test_one_place_maps_a_path_to_a_kind() -> None:
+    """Commands, the engine and analysis read inputs through readers.dispatch (open_input,
+    load_input, import_inputs); only the door names a detector or a format's reader."""
     bad = [f"{p.relative_to(PACKAGE)}: {m}.{n}" for p, m, n in _imports(".")
-           if n in readers and not p.is_relative_to(PACKAGE / "readers")
-           and p.name != "import_trace.py"]
+           if n in KIND_DECIDERS and _outside_the_door(p, n)]
+    assert not bad, bad
+
+
+def _calls(folder: str, name: str) -> Iterator[tuple[Path, int]]:
+    for path in sorted((PACKAGE / folder).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                func = node.func
+                called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                if called == name:
+                    yield path, node.lineno
+
+
+def test_an_input_path_is_checked_in_one_place() -> None:
+    """require_input (exists, readable) is called by the door, by the console script (which
+    hands what it checked to the door: perfdiff.inputs.CheckedInputs) and by load_run_file for
+    callers outside the commands; never by a command itself. tests/readers/test_dispatch.py
+    counts the checks per command."""
+    allowed = {"readers/dispatch.py", "cli/entry.py", "schema/io.py"}
+    bad = [f"{p.relative_to(PACKAGE)}:{line}" for p, line in _calls(".", "require_input")
+           if str(p.relative_to(PACKAGE)) not in allowed]
+    assert not bad, bad
+
+
+def test_modules_talk_through_public_names() -> None:
+    """No module imports another's underscore name (the torch.profiler reader's modules once
+    shared about 35 of them): what crosses a module is public and documented."""
+    bad = [f"{p.relative_to(PACKAGE)}: {m}.{n}" for p, m, n in _imports(".")
+           if m.startswith("perfdiff") and n.startswith("_") and not n.startswith("__")]
     assert not bad, bad
 
 

@@ -30,6 +30,10 @@ DEFAULT = [ROOT.parent / "shared/kineto/hta/trace_diff/control/control.json.gz",
            ROOT.parent / "shared/kineto/hta/trace_diff/test/test.json.gz"]
 PARSERS = ["json", "orjson", "msgspec-any", "ijson", "msgspec-typed", "msgspec-raw",
            "perfdiff-reader"]
+# the module each parser needs: a parser whose module is not installed is listed as such (orjson
+# and ijson are no perfdiff dependency and may be absent from the venv)
+NEEDS = {"orjson": "orjson", "msgspec-any": "msgspec", "ijson": "ijson",
+         "msgspec-typed": "msgspec", "msgspec-raw": "msgspec", "perfdiff-reader": "msgspec"}
 KEEP = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "user_annotation"}
 
 
@@ -94,7 +98,12 @@ def main() -> int:
     files = args.files or DEFAULT
     print(f"| parser | file | parse s (best of {args.repeat}) | peak RSS MiB | events |")
     print("|---|---|---:|---:|---:|")
+    import importlib.util
+
     for name in PARSERS:
+        if name in NEEDS and importlib.util.find_spec(NEEDS[name]) is None:
+            print(f"| {name} | (all) | not installed | | |")
+            continue
         for path in files:
             best, peak, events = float("inf"), 0.0, 0
             for _ in range(args.repeat):

@@ -16,6 +16,7 @@ import typer.main
 
 from perfdiff import __version__
 from perfdiff.cli.guard import run_guarded
+from perfdiff.inputs import CheckedInputs
 
 app = typer.Typer(
     name="perfdiff",
@@ -58,11 +59,11 @@ def _click_command() -> Any:
     return typer.main.get_command(app)
 
 
-def main() -> None:
-    """Console-script entry point."""
+def main(checked: CheckedInputs | None = None) -> None:
+    """Console-script entry point (``checked``: the inputs ``perfdiff.cli.entry`` checked)."""
     from perfdiff.cli.bare_options import expand_bare_options
     from perfdiff.cli.input_limit import take_input_limit
     from perfdiff.cli.usage_line import run_app
 
     run_guarded(lambda: run_app(_click_command(),
-                                expand_bare_options(take_input_limit(sys.argv[1:]))))
+                                expand_bare_options(take_input_limit(sys.argv[1:])), checked))

@@ -58,6 +58,7 @@ def _check_implementations(run: BenchRun, *, baseline: str | None, target: str |
 
 @app.command()
 def bench(
+    ctx: typer.Context,
     runs: Annotated[list[Path], typer.Argument(
         readable=False,  # perfdiff.inputs says why in one line (exit 3), not click (exit 2)
         help="One run file (its tables) or two (BEFORE AFTER: the second flagged against "
@@ -93,10 +94,6 @@ def bench(
         "--force", help="Compare runs of different workloads or GPU models.")] = False,
 ) -> None:
     """Benchmark tables per case (rmsnorm, linalg), optionally flagged against a first run."""
-    from perfdiff.inputs import require_input
-
-    for path in runs:  # before the heavy imports: a missing file in a blink
-        require_input(path)
     # imported here, not at module level: scipy/pandas/numpy cost about a second, and every
     # perfdiff command (even --help) imports every command module to register it
     from rich.console import Console
@@ -124,7 +121,8 @@ def bench(
     rules = BenchRules(alpha=alpha, noise_floor_pct=noise_floor_pct, min_delta_us=min_delta_us,
                        spread_factor=spread_factor)
     chosen: Measure = measure.value
-    loaded = [select_measure(bench_run(load_input(path), str(path)), chosen) for path in runs]
+    loaded = [select_measure(bench_run(load_input(path, checked=ctx.obj), str(path)), chosen)
+              for path in runs]  # the door: what each path is, checked once
     before = loaded[0]
     after = loaded[1] if len(loaded) == 2 else None
     changes = None

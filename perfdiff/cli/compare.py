@@ -59,6 +59,8 @@ def _option(spec: OptionSpec) -> Any:
 
 def _parameters() -> list[inspect.Parameter]:
     inputs = [
+        inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                          annotation=typer.Context),
         inspect.Parameter("normal", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Annotated[
             Path, typer.Argument(
                 readable=False,  # perfdiff.inputs says why in one line (exit 3), not click (2)
@@ -79,9 +81,9 @@ def _parameters() -> list[inspect.Parameter]:
     return inputs + options
 
 
-def compare(normal: Path, abnormal: Path, **options: Any) -> None:
+def compare(ctx: typer.Context, normal: Path, abnormal: Path, **options: Any) -> None:
     """Compare two runs: which functions made ABNORMAL slower than NORMAL, and why."""
-    code = run_compare(CompareArgs(normal=normal, abnormal=abnormal, **options))
+    code = run_compare(CompareArgs(normal=normal, abnormal=abnormal, **options), ctx.obj)
     if code:
         raise typer.Exit(code)
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from perfdiff.analysis.model import CompareOptions, Comparison
     from perfdiff.analysis.sides import Side
     from perfdiff.engine.settings import Progress
+    from perfdiff.inputs import CheckedInputs
     from perfdiff.report.figure_links import FigureLink
     from perfdiff.report.figures import RenderedFigure
 
@@ -203,30 +204,32 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
                   labels: tuple[str, str] = ("normal", "abnormal"), *,
                   cycle_range: str | None = None, steps: str | None = None,
                   scheduler: str | None = None, progress: Progress | None = None,
+                  checked: CheckedInputs | None = None,
                   ) -> tuple[Comparison, tuple[Side, Side]]:
     """Read both inputs through the door (``readers.dispatch``: what each path is, checked
     once), then compare them (``analysis.entry``); the comparison and both sides. A sharded
     run is mapped rank by rank instead (``perfdiff.engine``: in-process or on Dask)."""
     from perfdiff.readers.dispatch import ReadOptions, open_input
     from perfdiff.readers.steps import StepRange
-    from perfdiff.schema.shards import is_sharded_run
 
     read = ReadOptions(cycle_range=cycle_range,
                        steps=None if steps is None else StepRange.parse(steps))
-    if is_sharded_run(normal) or is_sharded_run(abnormal):
+    normal_input = open_input(normal, read, checked)
+    abnormal_input = open_input(abnormal, read, checked)
+    if normal_input.sharded is not None or abnormal_input.sharded is not None:
         from perfdiff.engine.run import compare_sharded
         from perfdiff.engine.settings import EngineSettings
 
-        return compare_sharded(normal, abnormal, options, labels, read=read,
+        return compare_sharded(normal_input, abnormal_input, options, labels, read=read,
                                settings=EngineSettings(scheduler=scheduler), progress=progress)
-    normal_input, abnormal_input = open_input(normal, read), open_input(abnormal, read)
     from perfdiff.analysis.entry import compare_loaded  # pandas, scipy: once both are read
 
     return compare_loaded(normal_input, abnormal_input, options, labels)
 
 
-def run_compare(args: CompareArgs) -> int:
-    """Load both sides, compare, render, write; the exit code (``--fail-on-regression``)."""
+def run_compare(args: CompareArgs, checked: CheckedInputs | None = None) -> int:
+    """Load both sides, compare, render, write; the exit code (``--fail-on-regression``).
+    ``checked``: the inputs the console script checked already (``perfdiff.inputs``)."""
     if args.output is not None:  # an output over or inside an input: said before the work
         from perfdiff.output import refuse_inputs
 
@@ -250,7 +253,8 @@ def run_compare(args: CompareArgs) -> int:
         comparison, sides = compare_paths(args.normal, args.abnormal, options,
                                           (args.label_normal, args.label_abnormal),
                                           cycle_range=args.cycle_range, steps=args.steps,
-                                          scheduler=args.scheduler, progress=progress)
+                                          scheduler=args.scheduler, progress=progress,
+                                          checked=checked)
     output, output_format = args.output, args.output_format
     figures_dir = figures_folder(args.plots, output)
     figures = _figures(comparison, sides, figures_dir, output_format)

@@ -7,7 +7,8 @@ For the commands that read files, the inputs are found in the command line with 
 table below (a test checks it against the real commands) and checked with
 :func:`perfdiff.inputs.require_input` (standard library only); any doubt (an option not in the
 table, ``--help``) skips the check and the app parses as usual, so the door can only say
-earlier what the command itself would say.
+earlier what the command itself would say. The paths checked here are handed to the command
+(:class:`perfdiff.inputs.CheckedInputs`), whose door does not check them again.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from perfdiff.cli.compare_run import OPTIONS as COMPARE_OPTIONS
 from perfdiff.cli.input_limit import take_input_limit
 from perfdiff.cli.option_limits import check_numeric_options
 from perfdiff.errors import PerfdiffError, exit_code_for
-from perfdiff.inputs import require_input
+from perfdiff.inputs import CheckedInputs, require_input
 
 if TYPE_CHECKING:
     from perfdiff.cli.compare_run import CompareArgs
@@ -30,14 +31,14 @@ if TYPE_CHECKING:
 VALUE_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset(n for n, spec in COMPARE_OPTIONS.items() if spec.kind != "flag"),
     "kernels": frozenset({"--by", "--cycle", "--format", "--names", "--output", "--run",
-                          "--top", "-o"}),
+                          "--steps", "--top", "-o"}),
     "bench": frozenset({"--alpha", "--baseline", "--fail-on-regression", "--format",
                         "--measure", "--min-delta-us", "--noise-floor-pct", "--output",
                         "--spread-factor", "--target", "-o"}),
     "merge": frozenset({"--output", "-o"}),
-    "import": frozenset({"--cycle-range", "--output", "-o"}),
+    "import": frozenset({"--cycle-range", "--output", "--steps", "-o"}),
     "ranks": frozenset({"--alpha", "--cycle-range", "--format", "--gpu-cv-pct", "--output",
-                        "--scheduler", "--threshold", "--top", "-o"}),
+                        "--scheduler", "--steps", "--threshold", "--top", "-o"}),
 }
 FLAG_OPTIONS: dict[str, frozenset[str]] = {
     "compare": frozenset(n for n, spec in COMPARE_OPTIONS.items() if spec.kind == "flag"),
@@ -96,18 +97,20 @@ def main() -> None:
     except PerfdiffError as exc:
         print(f"perfdiff: error: {exc}", file=sys.stderr)
         sys.exit(exit_code_for(exc))
+    # the door (readers.dispatch) takes these as checked: each input is checked once
+    checked = CheckedInputs.of(inputs or ())
     if inputs is not None and argv[0] == "compare":
         from perfdiff.cli.compare_run import parse_compare_args
 
         args = parse_compare_args(expand_bare_options(argv)[1:])
         if args is not None:
-            _compare_process(args)
+            _compare_process(args, checked)
     from perfdiff.cli.app import main as app_main
 
-    app_main()
+    app_main(checked)
 
 
-def _compare_process(args: CompareArgs) -> NoReturn:
+def _compare_process(args: CompareArgs, checked: CheckedInputs) -> NoReturn:
     """A plain ``compare`` line as one short process, tuned for that (bench/README.md)."""
     import contextlib
     import gc
@@ -126,7 +129,7 @@ def _compare_process(args: CompareArgs) -> NoReturn:
     # without it). Off here only: run_compare in a longer-lived process keeps it.
     gc.disable()
     try:
-        run_guarded(lambda: run_compare(args))
+        run_guarded(lambda: run_compare(args, checked))
     except SystemExit as done:
         code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
         # The report is written and closed (write_atomic) or printed; what is left is the

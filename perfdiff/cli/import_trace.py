@@ -17,11 +17,12 @@ from typing import Annotated
 import typer
 
 from perfdiff.cli.app import app
-from perfdiff.errors import InputError
+from perfdiff.cli.options import steps_option
 
 
 @app.command("import")
 def import_trace(
+    ctx: typer.Context,
     traces: Annotated[list[Path], typer.Argument(
         readable=False, help="torch.profiler traces (.json/.json.gz, *.pt.trace.json.gz) or "
         "folders of per-rank traces; or one Nsight Systems export (.sqlite) or report "
@@ -34,6 +35,7 @@ def import_trace(
         "(record_function) or gpu_user_annotation ranges whose whole name matches REGEX "
         "instead of ProfilerStep#N; for an Nsight Systems export, the NVTX ranges whose whole "
         "text matches REGEX.")] = None,
+    steps: Annotated[str | None, steps_option("each trace")] = None,
     allow_missing_ranks: Annotated[bool, typer.Option(
         "--allow-missing-ranks", help="Leave out a rank file of a folder that cannot be read "
         "(the run file notes how many) instead of stopping.")] = False,
@@ -42,29 +44,14 @@ def import_trace(
         "rank, read rank by rank by compare and ranks (needs perfdiff[dask]).")] = False,
 ) -> None:
     """Convert torch.profiler (Kineto) traces into one perfdiff run file."""
-    from perfdiff.inputs import require_input
-
-    for path in traces:  # before the heavy imports: a missing file in a blink
-        require_input(path, folder_ok=True)
-    from perfdiff.readers.nsys import is_nsys_input, read_nsys
-    from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_profiler
+    from perfdiff.readers.dispatch import ReadOptions, import_inputs
+    from perfdiff.readers.steps import StepRange
     from perfdiff.schema.io import save_run_file
 
-    if len(traces) == 1 and is_nsys_input(traces[0]):  # one export holds all its processes
-        run_file = read_nsys(traces[0], cycle_range=cycle_range)
-    elif any(is_nsys_input(path) for path in traces):
-        raise InputError(f"{len(traces)} inputs given with an Nsight Systems export among them; "
-                         "import one export at a time (it holds all its processes), then "
-                         "join exports with `perfdiff merge A.json.gz B.json.gz -o AB.json.gz`")
-    else:
-        for path in traces:
-            if not is_torch_profiler_input(path):
-                raise InputError(f"{path}: not a torch.profiler trace (no 'traceEvents') nor "
-                                 "an nsys export; give a file written by export_chrome_trace "
-                                 "or tensorboard_trace_handler, or one `nsys export --type "
-                                 "sqlite` file")
-        run_file = read_torch_profiler(traces, cycle_range=cycle_range,
-                                       allow_missing_ranks=allow_missing_ranks)
+    read = ReadOptions(cycle_range=cycle_range,
+                       steps=None if steps is None else StepRange.parse(steps))
+    # the door: what each path is (one export, or traces that are ranks), checked once
+    run_file = import_inputs(traces, read, ctx.obj, allow_missing_ranks=allow_missing_ranks)
     run_file = replace(run_file, created_unix_s=round(time.time(), 3))
     if shards:
         from perfdiff.schema.shards import write_shards

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from perfdiff.cli.app import app
-from perfdiff.cli.options import output_option
+from perfdiff.cli.options import output_option, steps_option
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -86,6 +86,7 @@ def _rich_names(rows: list[NameRow], console: Console) -> None:
 
 @app.command()
 def kernels(
+    ctx: typer.Context,
     run_file: Annotated[Path, typer.Argument(
         readable=False,
         help="Run file (.json or .json.gz) or torch.profiler trace (file or folder).")],
@@ -101,6 +102,7 @@ def kernels(
     cycle: Annotated[int | None, typer.Option(
         "--cycle", help="Only launches of this cycle (index, warm-up or not); default: all "
         "measured cycles.")] = None,
+    steps: Annotated[str | None, steps_option("each run")] = None,
     include_warmup: Annotated[bool, typer.Option(
         "--include-warmup", help="Also list warm-up cycles and launches outside any cycle "
         "(they have no PM samples: n/a).")] = False,
@@ -120,9 +122,11 @@ def kernels(
         "--markdown", help="Same as --format markdown.")] = False,
 ) -> None:
     """Per-kernel table: latency (ns), tensor-pipe and DRAM utilisation (fractions of peak)."""
-    from perfdiff.readers.dispatch import load_input
+    from perfdiff.readers.dispatch import ReadOptions, load_input
+    from perfdiff.readers.steps import StepRange
 
-    loaded = load_input(run_file)  # the door checks the path, before the heavy imports
+    read = ReadOptions(steps=None if steps is None else StepRange.parse(steps))
+    loaded = load_input(run_file, read, ctx.obj)  # the door: what the path is, checked once
     from perfdiff.analysis.kernel_rows import launch_rows, name_rows
     from perfdiff.report.kernel_table import (
         render_kernels_json,

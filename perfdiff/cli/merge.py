@@ -29,6 +29,7 @@ _ShardsOpt = typer.Option("--shards", help="Write OUTPUT as a sharded run: a fol
 
 @app.command()
 def merge(
+    ctx: typer.Context,
     inputs: Annotated[list[Path], _InputsArg],
     *,
     output: Annotated[Path, _OutputOpt],
@@ -36,18 +37,14 @@ def merge(
     shards: Annotated[bool, _ShardsOpt] = False,
 ) -> None:
     """Merge run files (ranks of one job, or repeated runs) into one run file."""
-    from perfdiff.inputs import require_input
-
-    for path in inputs:  # before the heavy imports: a missing file in a blink
-        require_input(path, folder_ok=True)
     from perfdiff.collect.merge import merge_run_files
     from perfdiff.collect.merge_checks import check_distinct_inputs
     from perfdiff.readers.dispatch import load_input
     from perfdiff.schema.io import save_run_file
 
+    files = [load_input(p, checked=ctx.obj) for p in inputs]  # the door: each checked once
     if not force:
         check_distinct_inputs(inputs)
-    files = [load_input(p) for p in inputs]
     merged = merge_run_files(files, [str(p) for p in inputs], force=force)
     if shards:
         from perfdiff.schema.shards import write_shards

@@ -46,5 +46,13 @@ def fail_on_regression_option(what: str) -> Any:
                         "than PCT %; stderr names the first.")
 
 
+def steps_option(what: str) -> Any:
+    """``--steps A:B``: a slice of the measured cycles, the same rule for every input kind
+    (``perfdiff.readers.steps``); a malformed slice exits 2 in every command."""
+    return typer.Option("--steps", metavar="A:B",
+                        help=f"Only the measured cycles A to B-1 of {what}, counted from 0 in "
+                        "time order (2:10, 3:, :5, -4:); any kind of input.")
+
+
 __all__ = ["OutputFormat", "alpha_option", "fail_on_regression_option", "format_option",
-           "output_option"]
+           "output_option", "steps_option"]

@@ -12,7 +12,13 @@ from typing import Annotated
 import typer
 
 from perfdiff.cli.app import app
-from perfdiff.cli.options import OutputFormat, alpha_option, format_option, output_option
+from perfdiff.cli.options import (
+    OutputFormat,
+    alpha_option,
+    format_option,
+    output_option,
+    steps_option,
+)
 
 # The analysis (pandas) and the renderer are imported inside the command: every perfdiff
 # command, --help included, imports every command module to register it.
@@ -20,6 +26,7 @@ from perfdiff.cli.options import OutputFormat, alpha_option, format_option, outp
 
 @app.command()
 def ranks(
+    ctx: typer.Context,
     run: Annotated[Path, typer.Argument(
         readable=False,
         help="One job with every rank: a run file (.json/.json.gz), a torch.profiler trace "
@@ -39,15 +46,13 @@ def ranks(
     cycle_range: Annotated[str | None, typer.Option(
         "--cycle-range", help="torch.profiler traces: the annotation that cuts cycles.")]
     = None,
+    steps: Annotated[str | None, steps_option("each rank")] = None,
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", metavar="ADDRESS", help="Sharded runs: map the ranks on this Dask "
         "scheduler (default: DASK_SCHEDULER_ADDRESS, else in-process or a local cluster by "
         "size).")] = None,
 ) -> None:
     """Set each rank of one job against the others: name the straggler and its kernels."""
-    from perfdiff.inputs import require_input
-
-    require_input(run, folder_ok=True)  # before the heavy imports: a missing file in a blink
     from perfdiff.analysis.ranks.model import RanksOptions
     from perfdiff.cli.progress import rank_progress
     from perfdiff.engine.run import ranks_of_path
@@ -57,9 +62,12 @@ def ranks(
     options = RanksOptions(alpha=alpha, practical_threshold_pct=threshold,
                            gpu_cv_pct=gpu_cv_pct, top=top)
     from perfdiff.readers.dispatch import ReadOptions
+    from perfdiff.readers.steps import StepRange
 
+    read = ReadOptions(cycle_range=cycle_range,
+                       steps=None if steps is None else StepRange.parse(steps))
     with rank_progress() as progress:
-        report = ranks_of_path(run, options, read=ReadOptions(cycle_range=cycle_range),
+        report = ranks_of_path(run, options, read=read, checked=ctx.obj,
                                settings=EngineSettings(scheduler=scheduler), progress=progress)
     text = (render_ranks_json(report) if output_format is OutputFormat.json
             else render_ranks_markdown(report))

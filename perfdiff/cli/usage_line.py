@@ -14,11 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from perfdiff.errors import UsageError
+from perfdiff.inputs import CheckedInputs
 
 
-def run_app(app: Callable[..., Any], args: list[str]) -> int:
+def run_app(app: Callable[..., Any], args: list[str], checked: CheckedInputs | None = None) -> int:
     """Run the typer ``app`` on ``args``; its exit code. Click's usage errors are raised as
-    :class:`UsageError` (one line); Ctrl-C at a prompt as :class:`KeyboardInterrupt`."""
+    :class:`UsageError` (one line); Ctrl-C at a prompt as :class:`KeyboardInterrupt`.
+    ``checked``: the inputs the console script checked, for the commands to hand to the door
+    (click's context object)."""
     import typer
     from typer._click import exceptions as click_errors
 
@@ -26,7 +29,7 @@ def run_app(app: Callable[..., Any], args: list[str]) -> int:
 
     check_numeric_options(args)
     try:
-        result = app(args=args, standalone_mode=False, prog_name="perfdiff")
+        result = app(args=args, standalone_mode=False, prog_name="perfdiff", obj=checked)
     except click_errors.NoArgsIsHelpError as exc:
         exc.show()  # help, as asked for by giving nothing
         return 2

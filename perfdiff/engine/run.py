@@ -17,8 +17,10 @@ from perfdiff.analysis.ranks.model import RanksOptions, RanksReport
 from perfdiff.analysis.sides import Side, run_file_meta, side_of
 from perfdiff.engine.settings import EngineSettings, Progress
 from perfdiff.errors import InputError
+from perfdiff.inputs import CheckedInputs
 from perfdiff.readers.dispatch import ReadOptions, open_input
-from perfdiff.schema.shards import ShardedRun, is_sharded_run, read_manifest, skeleton_run_file
+from perfdiff.schema.loaded import LoadedInput
+from perfdiff.schema.shards import ShardedRun, skeleton_run_file
 
 if TYPE_CHECKING:
     from perfdiff.engine.executors import Executor
@@ -27,22 +29,22 @@ if TYPE_CHECKING:
 # for the others ``compare`` reads both inputs before it loads the analysis (analysis/entry.py).
 
 
-def compare_sharded(normal: str | Path, abnormal: str | Path,
+def compare_sharded(normal: str | Path | LoadedInput, abnormal: str | Path | LoadedInput,
                     options: CompareOptions | None = None,
                     labels: tuple[str, str] = ("normal", "abnormal"), *,
                     read: ReadOptions | None = None, settings: EngineSettings | None = None,
                     progress: Progress | None = None) -> tuple[Comparison, tuple[Side, Side]]:
-    """``compare`` of two inputs of which one or both are sharded runs (module docstring)."""
-    read = read or ReadOptions()
-    paths = (Path(normal), Path(abnormal))
-    manifests = {p: _manifest(p, read) for p in paths if is_sharded_run(p)}
-    launches = sum(m.launches for m in manifests.values())
+    """``compare`` of two inputs of which one or both are sharded runs (module docstring);
+    a path is read by the door, an input the door already read is taken as it is."""
+    inputs = tuple(i if isinstance(i, LoadedInput) else open_input(i, read)
+                   for i in (normal, abnormal))
+    launches = sum(i.sharded.launches for i in inputs if i.sharded is not None)
     from perfdiff.engine.executors import open_executor
 
     with open_executor(settings or EngineSettings(), launches) as executor:
-        sides = tuple(side_of(open_input(p, read)) if p not in manifests
-                      else _sharded_side(p, manifests[p], executor, label, progress)
-                      for p, label in zip(paths, labels, strict=True))
+        sides = tuple(side_of(i) if i.sharded is None
+                      else _sharded_side(i.sharded, executor, label, progress)
+                      for i, label in zip(inputs, labels, strict=True))
     from perfdiff.analysis.comparison import compare_tables
 
     normal_side, abnormal_side = sides
@@ -54,18 +56,19 @@ def compare_sharded(normal: str | Path, abnormal: str | Path,
 
 def ranks_of_path(path: str | Path, options: RanksOptions | None = None, *,
                   read: ReadOptions | None = None, settings: EngineSettings | None = None,
-                  progress: Progress | None = None) -> RanksReport:
-    """``ranks`` of one input; a sharded run is mapped shard by shard."""
-    read = read or ReadOptions()
-    if not is_sharded_run(path):
+                  progress: Progress | None = None,
+                  checked: CheckedInputs | None = None) -> RanksReport:
+    """``ranks`` of one input read by the door; a sharded run is mapped shard by shard."""
+    loaded = open_input(path, read, checked)
+    if loaded.sharded is None:
         from perfdiff.analysis.ranks.entry import ranks_of_loaded
 
-        return ranks_of_loaded(open_input(path, read), options)
-    sharded = _manifest(Path(path), read)
+        return ranks_of_loaded(loaded, options)
+    sharded = loaded.sharded
     from perfdiff.engine.executors import open_executor
 
     with open_executor(settings or EngineSettings(), sharded.launches) as executor:
-        side = _sharded_side(Path(path), sharded, executor, "ranks", progress)
+        side = _sharded_side(sharded, executor, "ranks", progress)
     from perfdiff.analysis.ranks.entry import rank_names
     from perfdiff.analysis.ranks.stragglers import find_stragglers
 
@@ -74,18 +77,9 @@ def ranks_of_path(path: str | Path, options: RanksOptions | None = None, *,
                            workload=side.meta.workload)
 
 
-def _manifest(path: Path, read: ReadOptions) -> ShardedRun:
-    if read.cycle_range is not None:
-        raise InputError(f"{path}: --cycle-range applies to traces only; a sharded run "
-                         "already has its cycles")
-    if read.steps is not None:
-        raise InputError(f"{path}: --steps is not available for sharded runs yet; merge the "
-                         "shards into one run file (perfdiff merge) to choose steps")
-    return read_manifest(path)
-
-
-def _sharded_side(path: Path, sharded: ShardedRun, executor: Executor, label: str,
+def _sharded_side(sharded: ShardedRun, executor: Executor, label: str,
                   progress: Progress | None) -> Side:
+    path = sharded.folder
     from perfdiff.analysis import columns as C
     from perfdiff.analysis.window_work import window_ms_of
 

@@ -5,8 +5,10 @@ kind wherever they accept a run file; the kind is told from the content (never t
 the first detector of :data:`INPUT_KINDS` that says yes, and that kind's reader returns a
 checked :class:`LoadedInput`. A new format (an Nsight Systems export, ...) joins by one entry:
 a detector that reads at most a file's head, and a reader that returns a ``LoadedInput``.
-The path is checked (exists, readable) once, before any detector runs; options that choose
-cycles (``--cycle-range``, ``--steps``) are applied here, once, for every kind.
+The path is checked (exists, readable) once, before any detector runs (or once before the
+heavy imports by the console script, which hands over :class:`CheckedInputs`); options that
+choose cycles (``--cycle-range``, ``--steps``) are checked when :class:`ReadOptions` is made
+and applied here, once, for every kind (or refused in one line where a kind cannot).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfdiff.errors import InputError
-from perfdiff.inputs import require_input
+from perfdiff.inputs import CheckedInputs, require_input
+from perfdiff.readers.cycle_range import CycleRange
 from perfdiff.readers.latencyprism import (
     PERF_FILE,
     is_latencyprism_input,
@@ -26,10 +29,10 @@ from perfdiff.readers.latencyprism import (
 from perfdiff.readers.nsys import is_nsys_input, read_nsys
 from perfdiff.readers.steps import StepRange, select_steps
 from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_profiler
-from perfdiff.schema.io import load_run_file
+from perfdiff.schema.io import read_run_file
 from perfdiff.schema.loaded import IMPORTED_KIND, LATENCYPRISM_KIND, RUN_FILE_KIND, LoadedInput
 from perfdiff.schema.model import RunFile
-from perfdiff.schema.shards import is_sharded_run, load_sharded_run
+from perfdiff.schema.shards import is_sharded_run, join_shards, read_manifest
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,10 @@ class ReadOptions:
 
     cycle_range: str | None = None
     steps: StepRange | None = None
+
+    def __post_init__(self) -> None:
+        if self.cycle_range is not None:  # not an expression: a usage error, before reading
+            CycleRange.parse(self.cycle_range)
 
 
 @dataclass(frozen=True)
@@ -69,13 +76,16 @@ def _read_latencyprism(path: Path, options: ReadOptions) -> LoadedInput:
 
 
 def _read_run_file(path: Path, options: ReadOptions) -> LoadedInput:
-    return LoadedInput(str(path), RUN_FILE_KIND, run_file=load_run_file(path))
+    return LoadedInput(str(path), RUN_FILE_KIND, run_file=read_run_file(path))
 
 
 def _read_sharded(path: Path, options: ReadOptions) -> LoadedInput:
-    # joined whole, for the commands that need every launch at once; compare and ranks map a
-    # sharded run rank by rank instead (perfdiff.engine)
-    return LoadedInput(str(path), RUN_FILE_KIND, run_file=load_sharded_run(path))
+    # the manifest only: compare and ranks map a sharded run shard by shard (perfdiff.engine),
+    # load_input joins it whole for the commands that need every launch at once
+    if options.steps is not None:
+        raise InputError(f"{path}: --steps is not available for sharded runs yet; merge the "
+                         "shards into one run file (perfdiff merge) to choose steps")
+    return LoadedInput(str(path), RUN_FILE_KIND, sharded=read_manifest(path))
 
 
 def _is_file(path: Path) -> bool:
@@ -84,10 +94,13 @@ def _is_file(path: Path) -> bool:
 
 # first match wins: the run file is the fallback for any other file (its reader says, in one
 # line, why a file that is none of these cannot be read)
+TRACE_KIND = InputKind("torch.profiler trace", is_torch_profiler_input, _read_trace,
+                       cuts_cycles=True)
+NSYS_KIND = InputKind("Nsight Systems export", is_nsys_input, _read_nsys, cuts_cycles=True)
 INPUT_KINDS: tuple[InputKind, ...] = (
     InputKind("sharded run", is_sharded_run, _read_sharded),
-    InputKind("torch.profiler trace", is_torch_profiler_input, _read_trace, cuts_cycles=True),
-    InputKind("Nsight Systems export", is_nsys_input, _read_nsys, cuts_cycles=True),
+    TRACE_KIND,
+    NSYS_KIND,
     InputKind("LatencyPrism folder", is_latencyprism_input, _read_latencyprism),
     InputKind("run file", _is_file, _read_run_file),
 )
@@ -103,29 +116,75 @@ def input_kind(path: Path) -> InputKind:
                      "LatencyPrism '*_perf_data' folder")
 
 
-def open_input(path: str | Path, options: ReadOptions | None = None) -> LoadedInput:
-    """Check ``path``, tell its kind, read it, and keep the chosen cycles."""
-    options = options or ReadOptions()
-    p = require_input(path, folder_ok=True)
-    kind = input_kind(p)
+def checked_path(path: str | Path, checked: CheckedInputs | None = None) -> Path:
+    """``path``, checked (exists, readable) unless the console script checked it already."""
+    if checked is not None and checked.holds(path):
+        return Path(path)
+    return require_input(path, folder_ok=True)
+
+
+def _kind_for(path: Path, options: ReadOptions) -> InputKind:
+    kind = input_kind(path)
     if options.cycle_range is not None and not kind.cuts_cycles:
         cutting = " and ".join(k.name + "s" for k in INPUT_KINDS if k.cuts_cycles)
-        raise InputError(f"{p}: --cycle-range applies to {cutting} only; a "
+        raise InputError(f"{path}: --cycle-range applies to {cutting} only; a "
                          f"{kind.name} already has its cycles (--steps A:B chooses among them)")
-    loaded = kind.read(p, options)
+    return kind
+
+
+def _chosen(loaded: LoadedInput, options: ReadOptions) -> LoadedInput:
     return loaded if options.steps is None else select_steps(loaded, options.steps)
 
 
-def load_input(path: str | Path, *, cycle_range: str | None = None,
-               steps: StepRange | None = None) -> RunFile:
-    """A run file, from any input that has one (a LatencyPrism folder has per-cycle shares
-    only: refused in one line)."""
-    loaded = open_input(path, ReadOptions(cycle_range=cycle_range, steps=steps))
+def open_input(path: str | Path, options: ReadOptions | None = None,
+               checked: CheckedInputs | None = None) -> LoadedInput:
+    """Check ``path`` (once), tell its kind, read it, and keep the chosen cycles."""
+    options = options or ReadOptions()
+    p = checked_path(path, checked)
+    return _chosen(_kind_for(p, options).read(p, options), options)
+
+
+def load_input(path: str | Path, options: ReadOptions | None = None,
+               checked: CheckedInputs | None = None) -> RunFile:
+    """A run file, from any input that has one (a sharded run joined whole; a LatencyPrism
+    folder has per-cycle shares only: refused in one line)."""
+    loaded = open_input(path, options, checked)
+    if loaded.sharded is not None:
+        return join_shards(loaded.sharded)
     if loaded.run_file is None:
         raise InputError(f"{loaded.source}: a LatencyPrism folder holds per-cycle shares, not "
                          "kernels; only 'perfdiff compare' reads it, pass a run file or trace")
     return loaded.run_file
 
 
-__all__ = ["INPUT_KINDS", "InputKind", "ReadOptions", "input_kind", "load_input",
-           "open_input"]
+def import_inputs(paths: list[Path], options: ReadOptions | None = None,
+                  checked: CheckedInputs | None = None, *,
+                  allow_missing_ranks: bool = False) -> RunFile:
+    """What ``perfdiff import`` converts: one Nsight Systems export, or torch.profiler traces
+    (files or folders) that are the ranks of one job, as one run file with the chosen cycles."""
+    options = options or ReadOptions()
+    found = [(p, _kind_for(p, options)) for p in (checked_path(q, checked) for q in paths)]
+    names = {kind.name for _, kind in found}
+    if names == {NSYS_KIND.name} and len(found) == 1:  # one export holds all its processes
+        loaded = _read_nsys(found[0][0], options)
+    elif NSYS_KIND.name in names:
+        raise InputError(f"{len(paths)} inputs given with an Nsight Systems export among them; "
+                         "import one export at a time (it holds all its processes), then "
+                         "join exports with `perfdiff merge A.json.gz B.json.gz -o AB.json.gz`")
+    else:
+        for path, kind in found:
+            if kind is not TRACE_KIND:
+                raise InputError(f"{path}: not a torch.profiler trace (no 'traceEvents') nor "
+                                 "an nsys export; give a file written by export_chrome_trace "
+                                 "or tensorboard_trace_handler, or one `nsys export --type "
+                                 "sqlite` file")
+        run_file = read_torch_profiler([p for p, _ in found], cycle_range=options.cycle_range,
+                                       allow_missing_ranks=allow_missing_ranks)
+        loaded = LoadedInput(", ".join(map(str, paths)), IMPORTED_KIND, run_file=run_file)
+    run = _chosen(loaded, options).run_file
+    assert run is not None  # both readers return a run file
+    return run
+
+
+__all__ = ["INPUT_KINDS", "InputKind", "ReadOptions", "checked_path", "import_inputs",
+           "input_kind", "load_input", "open_input"]

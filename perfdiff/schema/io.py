@@ -57,14 +57,18 @@ class _Malformed(Exception):
 
 
 def load_run_file(path: str | os.PathLike[str]) -> RunFile:
-    """Load and validate a run file; raise :class:`InputError` with one clear line on failure."""
-    p = Path(path)
-    raw = _read_json(p)
-    return run_file_from_dict(raw, source=str(p))
+    """Check the path, load and validate a run file; raise :class:`InputError` with one clear
+    line on failure (the commands read inputs through the door, ``readers.dispatch``, which
+    checks the path once and calls :func:`read_run_file`)."""
+    return read_run_file(require_input(path))
+
+
+def read_run_file(path: Path) -> RunFile:
+    """Load and validate the run file at a path already checked (exists, readable)."""
+    return run_file_from_dict(_read_json(path), source=str(path))
 
 
 def _read_json(p: Path) -> Any:
-    require_input(p)
     data = read_input_bytes(p, "re-copy or re-record the file")  # bounded (perfdiff.limits)
     if not data or data.isspace():  # what `not data.strip()` says, without copying the file
         raise InputError(f"{p}: file is empty; re-copy it or re-record the run")
@@ -482,6 +486,7 @@ __all__ = [
     "CURRENT_VERSION",
     "empty_transfer_table",
     "load_run_file",
+    "read_run_file",
     "run_file_from_dict",
     "run_file_to_dict",
     "save_run_file",

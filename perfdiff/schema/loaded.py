@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from perfdiff.schema.model import FloatArray, IntArray, RunFile
+from perfdiff.schema.shards import ShardedRun
 
 ObjectArray = npt.NDArray[np.object_]
 
@@ -63,19 +64,24 @@ LATENCYPRISM_KIND = "latencyprism"
 
 @dataclass(frozen=True)
 class LoadedInput:
-    """What a path turned out to be, read and checked: exactly one of ``run_file`` and
-    ``cycle_rows`` is set. ``kind`` is one of the ``*_KIND`` names above (the report's header
-    says it); ``workload`` names the run when the rows carry no name of their own."""
+    """What a path turned out to be, read and checked: exactly one of ``run_file``,
+    ``cycle_rows`` and ``sharded`` is set. ``kind`` is one of the ``*_KIND`` names above (the
+    report's header says it); ``workload`` names the run when the rows carry no name of their
+    own. A sharded run comes as its checked manifest: ``compare`` and ``ranks`` map it shard by
+    shard (``perfdiff.engine``), the door joins it whole for the other commands."""
 
     source: str
     kind: str
     run_file: RunFile | None = None
     cycle_rows: CycleRows | None = None
     workload: str = ""
+    sharded: ShardedRun | None = None
 
     def __post_init__(self) -> None:
-        if (self.run_file is None) == (self.cycle_rows is None):
-            raise ValueError("a LoadedInput holds a run file or cycle rows, exactly one")
+        held = (self.run_file, self.cycle_rows, self.sharded)
+        if sum(part is not None for part in held) != 1:
+            raise ValueError("a LoadedInput holds a run file, cycle rows or a sharded run, "
+                             "exactly one")
 
 
 __all__ = ["IMPORTED_KIND", "LATENCYPRISM_KIND", "LP_METRIC_PCT_SCALE", "RUN_FILE_KIND",

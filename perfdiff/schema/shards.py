@@ -185,7 +185,11 @@ def skeleton_run_file(sharded: ShardedRun) -> RunFile:
 def load_sharded_run(folder: str | Path) -> RunFile:
     """Every shard joined into one run file (for the commands that need the whole run at
     once: ``kernels``, ``merge``); ``compare`` and ``ranks`` read shard by shard instead."""
-    sharded = read_manifest(folder)
+    return join_shards(read_manifest(folder))
+
+
+def join_shards(sharded: ShardedRun) -> RunFile:
+    """Every shard of a read manifest joined into one run file."""
     parts = [load_shard(sharded, entry) for entry in sharded.entries]
     first = parts[0]
     for entry, part in zip(sharded.entries[1:], parts[1:], strict=True):
@@ -260,5 +264,5 @@ def _shard_bytes(pa: Any, pq: Any, run_file: RunFile, run: Run) -> bytes:
 
 
 
-__all__ = ["MANIFEST", "ShardEntry", "ShardWriter", "ShardedRun", "is_sharded_run", "load_shard",
-           "load_sharded_run", "read_manifest", "skeleton_run_file", "write_shards"]
+__all__ = ["MANIFEST", "ShardEntry", "ShardWriter", "ShardedRun", "is_sharded_run", "join_shards",
+           "load_shard", "load_sharded_run", "read_manifest", "skeleton_run_file", "write_shards"]

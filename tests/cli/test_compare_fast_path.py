@@ -68,7 +68,7 @@ def _typer_args(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> CompareArgs
     import perfdiff.cli.compare as command
 
     got: list[CompareArgs] = []
-    monkeypatch.setattr(command, "run_compare", lambda args: got.append(args) or 0)
+    monkeypatch.setattr(command, "run_compare", lambda args, checked=None: got.append(args) or 0)
     _register_commands()
     try:
         app(args=argv, standalone_mode=False)

@@ -169,7 +169,7 @@ def test_a_trace_without_steps_gets_cycles_from_its_launch_period(program: str,
     stepless.write_text(json.dumps(doc))
     detected = load_input(stepless)
     stepped = load_input(path)
-    assert "cycles from the launch sequence, detected period of" in (
+    assert "cycles from the kernel sequence as run on the GPU, detected period of" in (
         detected.collection.warnings[0])
     k_detected, k_stepped = detected.runs[0].kernels, stepped.runs[0].kernels
     per_cycle = np.bincount(k_detected.cycle[k_detected.cycle >= 0])

@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perfdiff.errors import InputError
-from perfdiff.readers.dispatch import load_input
+from perfdiff.readers.dispatch import ReadOptions, load_input
 from perfdiff.readers.torch_profiler import (
     is_torch_profiler_input,
     read_torch_profiler,
@@ -192,7 +192,7 @@ def test_a_run_file_is_not_taken_for_a_trace(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schema_version": "1.2", "runs": [], "traceEvents": []}))
     assert not is_torch_profiler_input(path)
     with pytest.raises(InputError, match=r"--cycle-range applies to torch\.profiler traces"):
-        load_input(path, cycle_range="step")
+        load_input(path, ReadOptions(cycle_range="step"))
 
 
 def test_hardware_counter_samples_become_pm_series(tmp_path: Path) -> None:

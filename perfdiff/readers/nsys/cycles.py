@@ -11,12 +11,12 @@ record belongs to the cycle in which its launch (the CUDA API call, host time) h
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from perfdiff.errors import InputError, UsageError
+from perfdiff.errors import InputError
+from perfdiff.readers.cycle_range import CycleRange
 from perfdiff.readers.nsys.activity import NO_LAUNCH, int_rows
 from perfdiff.readers.nsys.database import Export
 from perfdiff.readers.nsys.tables import (
@@ -48,15 +48,6 @@ class NvtxRanges:
     names: dict[str, int]  # every range name of the export -> how many times
 
 
-def compile_range(pattern: str) -> re.Pattern[str]:
-    """``--cycle-range`` as a regular expression, or one line saying why it is not one."""
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise UsageError(f"--cycle-range {pattern!r} is not a regular expression ({exc}); "
-                         "escape special characters, e.g. 'step\\[0\\]'") from None
-
-
 def _text(export: Export) -> tuple[str, str]:
     """(expression, join) giving each NVTX event's text: inline ``text`` or a StringIds id."""
     cols = export.columns[NVTX_TABLE]
@@ -67,7 +58,7 @@ def _text(export: Export) -> tuple[str, str]:
 
 def nvtx_ranges(export: Export, pattern: str) -> NvtxRanges:
     """The NVTX ranges whose text matches ``pattern`` entirely, by process."""
-    regex = compile_range(pattern)
+    chosen = CycleRange.parse(pattern)
     if not export.has(NVTX_TABLE):
         raise InputError(f"{export.where()}: no NVTX_EVENTS table, so --cycle-range "
                          f"{pattern!r} matches nothing; record with `nsys profile --trace="
@@ -80,7 +71,7 @@ def nvtx_ranges(export: Export, pattern: str) -> NvtxRanges:
     names = {str(name): int(count) for name, count in export.rows(
         f"SELECT {text} AS t, COUNT(*) FROM {source} WHERE {where} AND t IS NOT NULL "
         "GROUP BY t")}
-    matched = sorted(name for name in names if regex.fullmatch(name))
+    matched = sorted(name for name in names if chosen.matches(name))
     if not matched:
         raise InputError(f"{export.where()}: no NVTX range matches --cycle-range {pattern!r}"
                          + range_hint(names))

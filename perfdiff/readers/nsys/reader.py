@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from perfdiff.readers.cycle_range import CycleRange
 from perfdiff.readers.nsys.activity import (
     kernel_names,
     launch_times,
@@ -19,7 +20,7 @@ from perfdiff.readers.nsys.activity import (
 )
 from perfdiff.readers.nsys.budget import check_budget
 from perfdiff.readers.nsys.build import Gathered, build_run_file
-from perfdiff.readers.nsys.cycles import compile_range, nvtx_ranges
+from perfdiff.readers.nsys.cycles import nvtx_ranges
 from perfdiff.readers.nsys.database import Export, is_sqlite_file, open_export
 from perfdiff.readers.nsys.machine import read_machine
 from perfdiff.readers.nsys.metrics import read_metrics
@@ -43,7 +44,7 @@ def read_nsys(path: str | Path, *, cycle_range: str | None = None) -> RunFile:
     """
     p = Path(path)
     if cycle_range is not None:
-        compile_range(cycle_range)  # a bad pattern is a usage error before any reading
+        CycleRange.parse(cycle_range)  # a bad pattern is a usage error before any reading
     if is_report(p) and not is_sqlite_file(p):
         with exported(p) as sqlite_path:
             return _read(sqlite_path, cycle_range, shown=p)

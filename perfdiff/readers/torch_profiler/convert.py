@@ -32,7 +32,7 @@ from perfdiff.readers.torch_profiler.cycles import (
 from perfdiff.readers.torch_profiler.events import REEXPORT, BadTrace
 from perfdiff.readers.torch_profiler.launches import check_shared_correlations
 from perfdiff.readers.torch_profiler.metadata import TraceMeta, device_for
-from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings
+from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings, torch_of
 from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
 from perfdiff.schema.model import (
     CycleTable,
@@ -83,8 +83,9 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         raise BadTrace("no GPU events (no category of " + known_gpu_spellings() + "): a "
                    "CPU-only trace, or one whose GPU events perfdiff does not know yet "
                    f"(categories here: {_most_frequent(gathered.categories)}; written by "
-                   f"{meta.writer}); record with torch.profiler.ProfilerActivity.CUDA on a "
-                   "GPU, or report the categories above")
+                   f"{torch_of(gathered.categories)}; {meta.writer}); record with "
+                   "torch.profiler.ProfilerActivity.CUDA on a GPU, or report the categories "
+                   "above")
     gpu_spans = [cols.spans(base_ns) for cols in (kernels, copies, sets)]  # checked first
     check_shared_correlations(kernels, launch_corr, gathered.launch_name)
     try:
@@ -107,8 +108,8 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         if replayed:
             warnings.append(f"{replayed} of {len(kernels.name)} kernels were launched by "
                             "CUDA/HIP graph replays (several kernels per launch)")
-        spans, mode = detected_cycles(kernels, names, launches, range_rows, warnings,
-                                       gpu_spans[0][0] if replayed else None)
+        spans, mode = detected_cycles(kernels, names, range_rows, warnings, gpu_spans[0][0],
+                                      replayed=bool(replayed))
     else:
         spans, mode = cut_cycles(range_rows, cycle_range, warnings)
     run = _build_run(kernels, copies, sets, gpu_spans, names, spans, mode, launches, warnings,

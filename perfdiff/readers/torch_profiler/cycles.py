@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfdiff.readers.cycle_range import CycleRange
 from perfdiff.readers.torch_profiler.columns import GpuColumns
 from perfdiff.readers.torch_profiler.events import BadTrace
 from perfdiff.readers.torch_profiler.spellings import CPU_RANGE, GPU_RANGE, STEP_OPERATOR
@@ -41,13 +42,10 @@ def cut_cycles(ranges: list[Range], cycle_range: str | None,
     """The cycles (spans) and how work is assigned to them ("launch" or "gpu")."""
     if cycle_range is None:
         return _step_cycles(ranges, warnings), "launch"
-    try:
-        pattern = re.compile(cycle_range)
-    except re.error:  # not a regular expression: the plain name only
-        pattern = re.compile(re.escape(cycle_range))
+    chosen = CycleRange.parse(cycle_range)  # not an expression: a usage error, every kind
     for kind, mode in ((CPU_RANGE, "launch"), (GPU_RANGE, "gpu")):
         found = sorted((start, end, dev, name) for cat, name, start, end, dev in ranges
-                       if cat == kind and (name == cycle_range or pattern.fullmatch(name)))
+                       if cat == kind and chosen.matches(name))
         if found:
             found = _outermost(found, kind, warnings)
             names = sorted({name for *_, name in found})
@@ -113,19 +111,21 @@ def _range_hint(ranges: list[Range]) -> str:
         f"{n[:60]!r} x{counts[n]}" for n in names) + ")"
 
 
-def detected_cycles(kernels: GpuColumns, names: list[str], launches: dict[int, int],
-                     ranges: list[Range], warnings: list[str],
-                     gpu_start: IntArray | None = None) -> tuple[CycleSpans, str]:
-    """No ProfilerStep and no --cycle-range: cycles where the kernel launch sequence repeats
-    (perfdiff.schema.periods, the rule perfdiff collect uses for unmarked programs).
+def detected_cycles(kernels: GpuColumns, names: list[str], ranges: list[Range],
+                    warnings: list[str], gpu_start: IntArray,
+                    replayed: bool) -> tuple[CycleSpans, str]:
+    """No ProfilerStep and no --cycle-range: cycles where the kernel sequence repeats
+    (perfdiff.schema.periods, the rule perfdiff collect uses for unmarked programs), in the
+    order the kernels ran on the GPU, each cycle bounded by its kernels' GPU starts.
 
-    ``gpu_start`` given (a trace that replays CUDA/HIP graphs: one launch time for hundreds
-    of kernels, so launch times cannot order them or bound a cycle): the sequence is the
-    kernels in the order they ran on the GPU, and cycles are bounded by their GPU starts.
+    Why the GPU's clock, not the launches': a graph replay gives hundreds of kernels one launch
+    time (launch times can neither order them nor bound a cycle), and an eager program whose
+    CPU runs ahead of the GPU (SGLang prefill+decode: launches 0.76 ms apart, the GPU 13.7 ms
+    per period, 440 ms behind by the end) would get cycles 18 times shorter than the work in
+    them. On the GPU's clock a cycle lasts as long as its work took to run, gaps included.
     """
     name_ids = {name: i for i, name in enumerate(names)}
-    launch_ns = (gpu_start if gpu_start is not None
-                 else launch_times(kernels.correlation, launches))
+    launch_ns = gpu_start
     known = launch_ns != NO_LAUNCH
     order = np.argsort(launch_ns[known], kind="stable")
     ids = np.asarray([name_ids[n] for n in kernels.name], dtype=np.int64)[known][order]
@@ -136,15 +136,14 @@ def detected_cycles(kernels: GpuColumns, names: list[str], launches: dict[int, i
                    "--cycle-range NAME to take a user_annotation/record_function range as "
                    "the cycle" + _range_hint(ranges))
     start, end = cycle_bounds_ns(period, times)
-    what = ("the kernel sequence as run on the GPU (CUDA/HIP graph replays)"
-            if gpu_start is not None else "the launch sequence")
+    what = "the kernel sequence as run on the GPU" + (" (CUDA/HIP graph replays)"
+                                                      if replayed else "")
     warnings.append(f"no ProfilerStep#N in the trace: cycles from {what}, "
                     f"{period.describe()}")
     start, end = _without_empty(start, end, warnings)
     n = int(start.size)
     return CycleSpans(list(range(n)), start.tolist(), end.tolist(), "detected period",
-                       False, [], f"detected period of {what}"), (
-                           "gpu-start" if gpu_start is not None else "launch")
+                       False, [], f"detected period of {what}"), "gpu-start"
 
 
 def _without_empty(start: IntArray, end: IntArray,

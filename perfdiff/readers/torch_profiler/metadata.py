@@ -53,7 +53,8 @@ def trace_metadata(trace: Trace) -> TraceMeta:
 
 def _writer(trace: Trace) -> str:
     """What the trace says of the software that wrote it. Kineto does not record the torch
-    version; its schema version and the CUDA/HIP versions are what there is."""
+    version (its category spellings tell the era: ``spellings.torch_of``); its schema version
+    and the CUDA/HIP versions are what there is."""
     facts = [f"Kineto schema {_version_text(trace.schemaVersion) or 'not given'}"]
     for label, raw in (("CUDA runtime", trace.cuda_runtime_version),
                        ("HIP runtime", trace.hip_runtime_version),
@@ -61,7 +62,7 @@ def _writer(trace: Trace) -> str:
         text = _version_text(raw)
         if text:
             facts.append(f"{label} {text}")
-    return ", ".join(facts) + "; the trace does not record the torch version"
+    return ", ".join(facts)
 
 
 def _raw_json(raw: msgspec.Raw) -> Any:

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfdiff.errors import InputError
+from perfdiff.readers.cycle_range import CycleRange
 from perfdiff.readers.torch_profiler.assemble import assemble_run_file, run_order
 from perfdiff.readers.torch_profiler.convert import RankData, convert_trace
 from perfdiff.readers.torch_profiler.events import REEXPORT, BadTrace
@@ -30,6 +31,8 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
     A file of a folder that may be a rank but cannot be read stops the reading, unless
     ``allow_missing_ranks``: then it is left out and the run file says so (a counted note).
     """
+    if cycle_range is not None:
+        CycleRange.parse(cycle_range)  # a bad pattern is a usage error before any reading
     files: list[Path] = []
     left_out: list[tuple[Path, str]] = []
     for raw_path in paths:

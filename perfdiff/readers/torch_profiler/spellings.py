@@ -13,6 +13,7 @@ names only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 KERNEL: Final = "kernel"
@@ -48,6 +49,21 @@ CATEGORY_SPELLINGS: Final[dict[str, str]] = {
     "cuda_profiler_range": PROFILER_RANGE,
 }
 
+# category -> the torch versions that write it: Kineto renamed its categories in torch 1.10
+# ("Kernel" -> "kernel", "Operator" -> "cpu_op"). A trace does not record its torch version, so
+# this is how the line about a trace perfdiff cannot read names it (checked against the real
+# traces of fixtures/kineto: the HolisticTraceAnalysis torch 1.8 trace, torch 2.x recordings)
+TORCH_OF_CATEGORY: Final[dict[str, str]] = {
+    "Kernel": "torch 1.8-1.9",
+    "Memcpy": "torch 1.8-1.9",
+    "Memset": "torch 1.8-1.9",
+    "Runtime": "torch 1.8-1.9",
+    "Operator": "torch 1.8-1.9",
+    "kernel": "torch >= 1.10",
+    "cpu_op": "torch >= 1.10",
+    "cuda_runtime": "torch >= 1.10",
+}
+
 # Launch calls that start several kernels under one correlation id, as substrings of the API
 # name (any version suffix: cudaGraphLaunch, cudaGraphLaunch_v10000, cuGraphLaunch,
 # hipGraphLaunch). Every other launch starts one kernel, so kernels sharing its correlation are
@@ -62,6 +78,14 @@ MULTI_KERNEL_LAUNCHES: Final = ("GraphLaunch", "MultiDevice", "MultiKernel")
 # perfdiff cannot read was missing
 WRITER_KEYS: Final = ("schemaVersion", "cuda_runtime_version", "hip_runtime_version",
                       "roctracer_version", "cupti_version")
+
+
+def torch_of(categories: Iterable[str]) -> str:
+    """Which torch wrote a trace, as its category spellings tell ("an unknown torch version (not
+    recorded)" when none is telling; both eras named when the spellings are mixed)."""
+    eras = sorted({TORCH_OF_CATEGORY[c] for c in categories if c in TORCH_OF_CATEGORY})
+    return " or ".join(eras) + " by its category spellings" if eras else \
+        "an unknown torch version (not recorded)"
 
 
 def known_gpu_spellings() -> str:
