@@ -81,6 +81,14 @@ from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_o
 from perfdiff.errors import InputError
 
 
+def _kernel_tables(raw: tuple[pd.DataFrame, pd.DataFrame], metas: tuple[SideMeta, SideMeta]
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The by-kernel tables of grouped rows, as the rows' tables are prepared (the headline)."""
+    normal = C.normalise_cycle_table(raw[0], source=metas[0].source)
+    abnormal, _ = align_pids(normal, C.normalise_cycle_table(raw[1], source=metas[1].source))
+    return normal, abnormal
+
+
 def compare_tables(
     normal: pd.DataFrame,
     abnormal: pd.DataFrame,
@@ -91,11 +99,14 @@ def compare_tables(
     labels: tuple[str, str] = ("normal", "abnormal"),
     extra_rows: tuple[pd.DataFrame, pd.DataFrame] | None = None,
     replacements: tuple[Replacement, ...] = (),
+    headline_tables: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> Comparison:
     """Compare two cycle tables (see the module docstring); raises InputError on empty input.
 
     ``extra_rows`` (pseudo-functions to test with the rest, such as the replaced kernels of
-    ``replacements.py``) are appended to each side before the statistics.
+    ``replacements.py``) are appended to each side before the statistics. ``headline_tables``:
+    the by-kernel tables when the rows are groups (``--by op``): the headline splits the
+    change by kernel family, and the rows get no family rows of their own.
     """
     opts = options or CompareOptions()
     metas = (
@@ -130,9 +141,13 @@ def compare_tables(
 
         return seed_comparison(tables, metas, labels, opts, comparable, tuple(notes))
     base_tables = tables
-    split = headline(tables, traced=all(m.kind in TRACED_KINDS for m in metas)) if comparable \
-        else None
-    tables = with_family_rows(tables)
+    # rows grouped by op or module (grouping.py): the headline's families come from the kernels
+    by_kernel = headline_tables is None
+    split_tables = tables if headline_tables is None else _kernel_tables(headline_tables, metas)
+    split = headline(split_tables,
+                     traced=all(m.kind in TRACED_KINDS for m in metas)) if comparable else None
+    if by_kernel:
+        tables = with_family_rows(tables)
     n_runs = [int(t[C.RUN].nunique()) for t in tables]
     unit: TestUnit = "runs" if min(n_runs) >= 2 else "batch means"
     notes.append(_unit_note(unit, n_runs, opts.n_batches, opts.run_cv_pct))

@@ -10,8 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from perfdiff.analysis.grouping import (
+    BY_KERNEL,
+    grouped_run_file,
+    grouping_note,
+    refuse_grouping_of_rows,
+)
 from perfdiff.analysis.model import CompareOptions, Comparison, Replacement
-from perfdiff.analysis.sides import Side, side_of
+from perfdiff.analysis.sides import Side, side_from_run_file, side_of
 from perfdiff.schema.loaded import LoadedInput
 
 if TYPE_CHECKING:
@@ -31,10 +37,35 @@ def compare_loaded(normal_input: LoadedInput, abnormal_input: LoadedInput,
     from perfdiff.analysis.comparison import compare_tables
 
     normal, abnormal = side_of(normal_input), side_of(abnormal_input)
+    by = options.by if options is not None else BY_KERNEL
+    if by != BY_KERNEL:
+        return _grouped(normal, abnormal, options, labels, by)
     extra, found = _replacements(normal, abnormal, options)
     comparison = compare_tables(normal.table, abnormal.table, options, normal_meta=normal.meta,
                                 abnormal_meta=abnormal.meta, labels=labels, extra_rows=extra,
                                 replacements=found)
+    return comparison, (normal, abnormal)
+
+
+def _grouped(normal: Side, abnormal: Side, options: CompareOptions | None,
+             labels: tuple[str, str], by: str) -> tuple[Comparison, tuple[Side, Side]]:
+    """Rows by family, op or module (grouping.py); the headline from the kernels."""
+    from dataclasses import replace
+
+    from perfdiff.analysis.comparison import compare_tables
+
+    grouped = []
+    for side in (normal, abnormal):
+        if side.run_file is None:
+            refuse_grouping_of_rows(by, side.meta.source)
+            continue
+        run_file = grouped_run_file(side.run_file, by, side.meta.source)
+        grouped.append(replace(side_from_run_file(run_file, source=side.meta.source),
+                               meta=side.meta))
+    comparison = compare_tables(grouped[0].table, grouped[1].table, options,
+                                normal_meta=normal.meta, abnormal_meta=abnormal.meta,
+                                labels=labels, headline_tables=(normal.table, abnormal.table))
+    comparison = replace(comparison, notes=(*comparison.notes, grouping_note(by)), by=by)
     return comparison, (normal, abnormal)
 
 

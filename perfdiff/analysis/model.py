@@ -41,6 +41,8 @@ class CompareOptions:
     # added by the statistics (issue 6): the same assumption for GPU idle, in % of the *cycle*
     # time (idle is the remainder of the cycle and moves with it); None: run_cv_pct
     idle_run_cv_pct: float | None = None
+    # the unit of a row (grouping.py): kernel, family, op (launching framework op) or module
+    by: str = "kernel"
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,9 @@ class Comparison:
     # with few cycles per side (``few_cycles.FEW_CYCLES``): the changes, largest first,
     # described instead of tested; empty otherwise
     described: tuple[DescribedChange, ...] = field(default=())
+    # what a row is (``grouping.py``): "kernel", or the group of kernels "family", "op",
+    # "module" (rows then name the group, and there are no family or replaced rows)
+    by: str = "kernel"
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from perfdiff.cli.compare_run import (
     COMPARE_OPTIONS,
     DEFAULT_FIGURES,
     CompareArgs,
+    Grouping,
     OptionSpec,
     ReportFormat,
     figure_links,
@@ -42,7 +43,7 @@ from perfdiff.cli.options import (
 # cost about a second.
 
 _TYPES: dict[str, Any] = {"flag": bool, "int": int, "float": float, "str": str, "path": Path,
-                          "format": ReportFormat}
+                          "format": ReportFormat, "grouping": Grouping}
 _SHARED = {"output": output_option, "alpha": alpha_option,
            "fail_on_regression": fail_on_regression_option}
 _DEFAULTS = {f.name: f.default for f in fields(CompareArgs)}

@@ -44,6 +44,15 @@ class ReportFormat(StrEnum):
     html = "html"
 
 
+class Grouping(StrEnum):
+    """What a row of the report is (``analysis/grouping.py``)."""
+
+    kernel = "kernel"
+    family = "family"
+    op = "op"
+    module = "module"
+
+
 @dataclass(frozen=True)
 class CompareArgs:
     """Everything ``compare`` was asked; the defaults here are the command's defaults."""
@@ -66,6 +75,7 @@ class CompareArgs:
     cycle_range: str | None = None
     steps: str | None = None
     scheduler: str | None = None  # Dask scheduler for sharded runs (perfdiff.engine)
+    by: Grouping = Grouping.kernel
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ class OptionSpec:
     ``perfdiff.cli.options`` whose option (names, bounds, help) several commands share."""
 
     field: str
-    kind: str  # "flag", "int", "float", "str", "path", "format"
+    kind: str  # "flag", "int", "float", "str", "path", "format", "grouping"
     low: float | None = None
     high: float | None = None
     names: tuple[str, ...] = ()
@@ -128,6 +138,10 @@ COMPARE_OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("steps", "str", names=("--steps",), metavar="A:B", help=(
         "Compare only the measured cycles A to B-1 of each side, counted from 0 in time "
         "order (2:10, 3:, :5, -4:); any kind of input.")),
+    OptionSpec("by", "grouping", names=("--by",), help=(
+        "What a row is: kernel, family (GEMM, attention, ...), op (the framework op that "
+        "launched it, torch.profiler traces: aten::linear > aten::addmm) or module (its "
+        "nn.Module path, traces recorded with_modules/with_stack).")),
     OptionSpec("scheduler", "str", names=("--scheduler",), metavar="ADDRESS", help=(
         "Sharded runs: map the ranks on this Dask scheduler (tcp://host:8786; default: "
         "DASK_SCHEDULER_ADDRESS, else in-process or a local cluster by size).")),
@@ -194,6 +208,8 @@ def _value(spec: OptionSpec, raw: str) -> object | None:
         return number
     if spec.kind == "format":
         return ReportFormat(raw) if raw in {f.value for f in ReportFormat} else None
+    if spec.kind == "grouping":
+        return Grouping(raw) if raw in {g.value for g in Grouping} else None
     if spec.kind == "path":
         return Path(raw)
     return raw
@@ -213,7 +229,8 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
     from perfdiff.readers.steps import StepRange
 
     read = ReadOptions(cycle_range=cycle_range,
-                       steps=None if steps is None else StepRange.parse(steps))
+                       steps=None if steps is None else StepRange.parse(steps),
+                       ops=options is not None and options.by in ("op", "module"))
     normal_input = open_input(normal, read, checked)
     abnormal_input = open_input(abnormal, read, checked)
     if normal_input.sharded is not None or abnormal_input.sharded is not None:
@@ -244,7 +261,7 @@ def run_compare(args: CompareArgs, checked: CheckedInputs | None = None) -> int:
 
     options = CompareOptions(alpha=args.alpha, practical_threshold_pct=args.threshold,
                              seed_compatible=args.seed_compatible, top=args.top,
-                             force=args.force, run_cv_pct=args.run_cv_pct)
+                             force=args.force, run_cv_pct=args.run_cv_pct, by=args.by.value)
     if args.plots is not None:
         from perfdiff.report.figures import ensure_plotting
 

@@ -48,8 +48,8 @@ def import_trace(
     from perfdiff.readers.steps import StepRange
     from perfdiff.schema.io import save_run_file
 
-    read = ReadOptions(cycle_range=cycle_range,
-                       steps=None if steps is None else StepRange.parse(steps))
+    read = ReadOptions(cycle_range=cycle_range,  # ops: so that the run file answers --by op
+                       steps=None if steps is None else StepRange.parse(steps), ops=True)
     # the door: what each path is (one export, or traces that are ranks), checked once
     run_file = import_inputs(traces, read, ctx.obj, allow_missing_ranks=allow_missing_ranks)
     run_file = replace(run_file, created_unix_s=round(time.time(), 3))

@@ -40,6 +40,13 @@ class NamesOption(StrEnum):
 class ByOption(StrEnum):
     launch = "launch"
     name = "name"
+    kernel = "kernel"  # the same as name: compare's word for it
+    family = "family"
+    op = "op"
+    module = "module"
+
+
+GROUPED = (ByOption.family, ByOption.op, ByOption.module)  # analysis/grouping.py
 
 
 class KernelsFormat(StrEnum):
@@ -93,7 +100,9 @@ def kernels(
     *,
     by: Annotated[ByOption, typer.Option(
         "--by", help="launch: every launch in launch order (the seeds' table); "
-        "name: aggregated per kernel name.")] = ByOption.launch,
+        "name (or kernel): aggregated per kernel name; family, op (launching framework op, "
+        "torch.profiler traces) or module (nn.Module path): aggregated per group.")]
+    = ByOption.launch,
     names: Annotated[NamesOption, typer.Option(
         "--names", help="short: bare function name (as the seeds); full: demangled "
         "signature; mangled: as CUPTI reported it.")] = NamesOption.short,
@@ -125,7 +134,8 @@ def kernels(
     from perfdiff.readers.dispatch import ReadOptions, load_input
     from perfdiff.readers.steps import StepRange
 
-    read = ReadOptions(steps=None if steps is None else StepRange.parse(steps))
+    read = ReadOptions(steps=None if steps is None else StepRange.parse(steps),
+                       ops=by in (ByOption.op, ByOption.module))
     loaded = load_input(run_file, read, ctx.obj)  # the door: what the path is, checked once
     from perfdiff.analysis.kernel_rows import launch_rows, name_rows
     from perfdiff.report.kernel_table import (
@@ -135,11 +145,16 @@ def kernels(
         render_name_table,
     )
 
-    chosen = output_format or (KernelsFormat.markdown if markdown or by is ByOption.name
+    if by in GROUPED:
+        from perfdiff.analysis.grouping import grouped_run_file
+
+        loaded = grouped_run_file(loaded, by.value, str(run_file))
+        names = NamesOption.full  # a group's label is not a C++ signature to shorten
+    chosen = output_format or (KernelsFormat.markdown if markdown or by is not ByOption.launch
                                else KernelsFormat.text)
     launches = launch_rows(loaded, run_index=run, cycle=cycle, names=names.value,
                            warmup=include_warmup)
-    grouped = name_rows(launches) if by is ByOption.name else None
+    grouped = name_rows(launches) if by is not ByOption.launch else None
     if output is None and sys.stdout.isatty() and not plain and output_format is None \
             and not markdown:
         _terminal(launches, grouped, top, show_all)

@@ -42,6 +42,9 @@ class ReadOptions:
 
     cycle_range: str | None = None
     steps: StepRange | None = None
+    # link each kernel of a trace to its launching op and module (--by op|module): a third of
+    # a trace's reading time, so only when asked (readers/torch_profiler/ops.py)
+    ops: bool = False
 
     def __post_init__(self) -> None:
         if self.cycle_range is not None:  # not an expression: a usage error, before reading
@@ -60,7 +63,7 @@ class InputKind:
 
 
 def _read_trace(path: Path, options: ReadOptions) -> LoadedInput:
-    run_file = read_torch_profiler([path], cycle_range=options.cycle_range)
+    run_file = read_torch_profiler([path], cycle_range=options.cycle_range, ops=options.ops)
     return LoadedInput(str(path), IMPORTED_KIND, run_file=run_file)
 
 
@@ -179,7 +182,7 @@ def import_inputs(paths: list[Path], options: ReadOptions | None = None,
                                  "or tensorboard_trace_handler, or one `nsys export --type "
                                  "sqlite` file")
         run_file = read_torch_profiler([p for p, _ in found], cycle_range=options.cycle_range,
-                                       allow_missing_ranks=allow_missing_ranks)
+                                       allow_missing_ranks=allow_missing_ranks, ops=options.ops)
         loaded = LoadedInput(", ".join(map(str, paths)), IMPORTED_KIND, run_file=run_file)
     run = _chosen(loaded, options).run_file
     assert run is not None  # both readers return a run file

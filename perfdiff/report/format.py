@@ -227,6 +227,12 @@ def compact_signature(text: str) -> str:
     return _without_parameters(text.replace(collapsed, "(…)"))
 
 
+# a framework op as ``compare --by op`` names it: ``aten::linear > aten::addmm`` (no template
+# or parameter list: a kernel's demangled name always has one)
+_OP_PART = r"[A-Za-z_][\w.]*(?:::[\w.]+)*"
+_OP_LABEL = re.compile(rf"{_OP_PART}(?: > {_OP_PART})*")
+
+
 def display_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
     """A function name for a table: what tells kernels apart, within ``width`` characters.
 
@@ -236,6 +242,8 @@ def display_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
     since they differ in their tails.
     """
     text = _one_line(name)
+    if _OP_LABEL.fullmatch(text):  # an op keeps its namespace: aten::mm, not mm
+        return shorten_middle(text, width)
     if "::" in text or "<" in text:
         text = compact_signature(text)
         return text if len(text) <= width else text[: width - 1] + "…"

@@ -10,8 +10,16 @@ formats it.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-from perfdiff.analysis.model import Comparison, DescribedChange, Finding, Headline, Replacement
+from perfdiff.analysis.model import (
+    Comparison,
+    DescribedChange,
+    Finding,
+    Headline,
+    HeadlinePart,
+    Replacement,
+)
 from perfdiff.report.format import (
     PROSE_NAME_WIDTH,
     display_name,
@@ -92,7 +100,7 @@ def _split_lines(split: Headline, comparison: Comparison) -> list[str]:
         for p in shown
     ]
     if rest:
-        rows.append([f"{fmt_int(len(rest))} more parts",
+        rows.append([md_cell(rest_label(rest)),
                      fmt_ms(sum(p.ms_normal for p in rest)),
                      fmt_ms(sum(p.ms_abnormal for p in rest)),
                      fmt_ms(sum(p.delta_ms for p in rest), signed=True), ""])
@@ -106,6 +114,15 @@ def _split_lines(split: Headline, comparison: Comparison) -> list[str]:
          "precision, engine (normal → abnormal)"],
         rows, right=[1, 2, 3])
     return [*lead, title, "", table.rstrip("\n")]
+
+
+def rest_label(rest: Sequence[HeadlinePart]) -> str:
+    """The parts summed into one row, named (a bare "3 more parts" left readers guessing which):
+    ``other parts: kernel overlap, softmax, reduction``; past four names, how many more."""
+    names = ["GPU idle" if p.kind == "idle" else p.label for p in rest]
+    shown = ", ".join(names[:4])
+    more = f" and {fmt_int(len(names) - 4)} more" if len(names) > 4 else ""
+    return f"other parts: {shown}{more}"
 
 
 def _mix_cell(before: str, after: str) -> str:

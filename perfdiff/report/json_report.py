@@ -6,7 +6,11 @@ schema. Names are kept in full here (tables shorten them). NaN and infinities be
 (strict JSON has neither), so every JSON parser reads the output.
 
 Version history: 1.0 (perfdiff 0.1.0) first format; 1.1 adds ``ci_low_pct`` / ``ci_high_pct``
-(95 % interval of the change of GPU busy time) to each entry of ``devices`` (issue 17).
+(95 % interval of the change of GPU busy time) to each entry of ``devices`` (issue 17); 1.2
+adds ``headline`` (the cycle-time change split by kernel family, GPU idle and overlap),
+``replacements`` (what replaced what), ``described`` (changes described, not tested, with
+few cycles), ``by`` (kernel, family, op or module: what a row is) and rows whose
+``func_type`` is ``family`` or ``replaced`` (issue 23). Readers of 1.1 can ignore the new keys.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ def _json_fields(items: list[tuple[str, Any]]) -> dict[str, Any]:
     return {JSON_KEY_OF_FIELD.get(name, name): value for name, value in items}
 
 JSON_FORMAT = "perfdiff.comparison"
-JSON_FORMAT_VERSION = "1.1"
+JSON_FORMAT_VERSION = "1.2"
 
 
 def clean_json(value: Any) -> Any:

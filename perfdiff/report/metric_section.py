@@ -285,6 +285,17 @@ def _row_cells(row: MetricRow, comparison: Comparison) -> list[str]:
     return cells
 
 
+_EMPTY = frozenset({NA, "-", ""})
+
+
+def _filled_columns(rows: list[list[str]]) -> list[int]:
+    """Indices of the columns with a value in at least one row (every row counted, shown or
+    not): a column n/a for a whole input (μ without PM sampling) only widens the table."""
+    if not rows:
+        return []
+    return [i for i in range(len(rows[0])) if i == 0 or any(r[i] not in _EMPTY for r in rows)]
+
+
 def _detailed_table(comparison: Comparison, max_rows: int | None) -> list[str]:
     order = ("sorted by **Suspicion Score**, as LatencyPrism does"
              if comparison.options.seed_compatible
@@ -299,7 +310,16 @@ def _detailed_table(comparison: Comparison, max_rows: int | None) -> list[str]:
         headers += ["q-value", "Time Δ (ms/cycle) [95 % interval]", "Verdict"]
     shown = comparison.rows if max_rows is None else comparison.rows[:max_rows]
     rows = [_row_cells(r, comparison) for r in shown]
-    lines.append(pipe_table(headers, rows, right=tuple(range(3, 19))))
+    keep = list(range(len(headers)))
+    if not comparison.options.seed_compatible:  # LatencyPrism's layout keeps every column
+        keep = _filled_columns([_row_cells(r, comparison) for r in comparison.rows])
+        dropped = [headers[i] for i in range(len(headers)) if i not in keep]
+        if dropped:
+            lines[0] += (" Columns empty (n/a) for every row of this comparison are left out: "
+                         + ", ".join(dropped) + ".")
+    right = tuple(j for j, i in enumerate(keep) if 3 <= i <= 18)
+    lines.append(pipe_table([headers[i] for i in keep], [[r[i] for i in keep] for r in rows],
+                            right=right))
     hidden = len(comparison.rows) - len(shown)
     if hidden > 0:
         lines += ["", f"{fmt_int(hidden)} more rows not shown (`--rows 0` shows all; "

@@ -8,6 +8,8 @@ number format functions, so the two never disagree on a number.
 
 from __future__ import annotations
 
+import math
+
 from rich import box
 from rich.console import Console
 from rich.markup import escape
@@ -26,6 +28,7 @@ from perfdiff.report.format import (
     fmt_pp,
     metric_name,
 )
+from perfdiff.report.headline_section import HEADLINE_PARTS, rest_label
 
 TERMINAL_ROWS = 15
 _VERDICT_STYLE = {"slower": "bold red", "faster": "bold green", "appeared": "yellow",
@@ -63,13 +66,40 @@ def render_terminal(comparison: Comparison, console: Console) -> None:
         )
     else:
         console.print("[yellow]Cycle times not compared: cycles were cut differently.[/]")
+    _headline(comparison, console)
     _findings(comparison, console)
     _rows(comparison, console)
-    for inv in comparison.inventory:
+    for inv in comparison.inventory[:TERMINAL_ROWS]:  # a precision change lists dozens
         console.print(f"{_verdict(inv.change)}: {escape(display_name(inv.function, 60))} "
                       f"({escape(inv.device)}, {fmt_ms(inv.time_ms_per_cycle)} ms/cycle)")
+    if len(comparison.inventory) > TERMINAL_ROWS:
+        console.print(f"... and {len(comparison.inventory) - TERMINAL_ROWS} more kernels that "
+                      "appeared or vanished (section 4 of the report)")
     console.print("[dim]Full report: --format markdown (or pipe the output); "
                   "all rows and full names: --format json[/]")
+
+
+def _headline(comparison: Comparison, console: Console) -> None:
+    """Where the cycle-time change went (the headline's parts, largest first): on the first
+    screen, before the findings, as in the markdown report."""
+    split = comparison.headline
+    if split is None:
+        return
+    table = Table(box=box.SIMPLE_HEAD, title=f"Where the cycle time went ({escape(split.device)},"
+                  " ms per cycle)")
+    for col in ("Part", comparison.normal.label, comparison.abnormal.label, "Δ"):
+        table.add_column(escape(col), justify="left" if col == "Part" else "right")
+    for part in split.parts[:HEADLINE_PARTS]:
+        table.add_row(escape(part.label), fmt_ms(part.ms_normal), fmt_ms(part.ms_abnormal),
+                      fmt_ms(part.delta_ms, signed=True))
+    rest = split.parts[HEADLINE_PARTS:]
+    if rest:
+        table.add_row(escape(rest_label(rest)), fmt_ms(sum(p.ms_normal for p in rest)),
+                      fmt_ms(sum(p.ms_abnormal for p in rest)),
+                      fmt_ms(sum(p.delta_ms for p in rest), signed=True))
+    table.add_row("cycle time", fmt_ms(split.cycle_ms_normal), fmt_ms(split.cycle_ms_abnormal),
+                  fmt_ms(split.delta_ms, signed=True))
+    console.print(table)
 
 
 def _findings(comparison: Comparison, console: Console) -> None:
@@ -105,17 +135,22 @@ def _rows(comparison: Comparison, console: Console) -> None:
     columns = [(c, w) for c, w in _ROW_COLUMNS
                if console.width >= 110 or c in _NARROW_COLUMNS]
     name_width = max(16, console.width - 2 - sum(w + 2 for _, w in columns) - 2)
-    table = Table(box=box.SIMPLE_HEAD, title="Top functions")
+    table = Table(box=box.SIMPLE_HEAD, title="Functions by size of the change")
     table.add_column("Function", width=name_width, no_wrap=True, overflow="ellipsis")
     for col, width in columns:
         table.add_column(col, justify="left" if col in ("Device", "Verdict") else "right",
                          no_wrap=True, width=width, overflow="fold")
     seen: set[tuple[str, str, int | None]] = set()
-    for r in comparison.rows:
+    first_rows = []
+    for r in comparison.rows:  # one line per function: its first row in the ranking
         key = (r.function, r.device, r.pid)
-        if key in seen:
-            continue
-        seen.add(key)
+        if key not in seen:
+            seen.add(key)
+            first_rows.append(r)
+    # sorted by the size of the change of time per cycle (the verdict is in its column)
+    first_rows.sort(key=lambda r: -abs(r.time_delta_ms) if math.isfinite(r.time_delta_ms)
+                    else math.inf)
+    for r in first_rows[:TERMINAL_ROWS]:
         cells = {
             "Device": escape(r.device),
             "ms/cycle n → a": f"{fmt_ms(r.time_ms_normal)} → {fmt_ms(r.time_ms_abnormal)}",
@@ -126,6 +161,4 @@ def _rows(comparison: Comparison, console: Console) -> None:
         }
         table.add_row(escape(display_name(r.function, name_width)),
                       *(cells[c] for c, _ in columns))
-        if len(seen) == TERMINAL_ROWS:
-            break
     console.print(table)

@@ -310,7 +310,9 @@ def _build_run_file(raw: dict[str, Any]) -> RunFile:
         raise _Malformed("strings.mangled and strings.demangled have different lengths")
     strings = tuple(KernelName(m, d) for m, d in zip(mangled, demangled, strict=True))
     runs_raw = _typed(_get(raw, "runs", ""), list, "runs")
-    runs = tuple(_build_run(r, f"runs[{i}]", len(strings)) for i, r in enumerate(runs_raw))
+    ops = _str_tuple(raw.get("ops", []), "ops")
+    runs = tuple(_build_run(r, f"runs[{i}]", len(strings), len(ops))
+                 for i, r in enumerate(runs_raw))
     created = raw.get("created_unix_s")
     return RunFile(
         schema_version=str(raw["schema_version"]),
@@ -322,6 +324,7 @@ def _build_run_file(raw: dict[str, Any]) -> RunFile:
         strings=strings,
         runs=runs,
         created_unix_s=_typed(created, float, "created_unix_s", optional=True),
+        ops=ops,
     )
 
 
@@ -346,10 +349,14 @@ def _build_device(d: Any, where: str) -> DeviceInfo:
     )
 
 
-def _build_run(r: Any, where: str, n_strings: int) -> Run:
+def _build_run(r: Any, where: str, n_strings: int, n_ops: int) -> Run:
     kernels = _columns(_get(r, "kernels", where), KernelTable, f"{where}.kernels")
     if kernels.name_id.size and (kernels.name_id.min() < 0 or kernels.name_id.max() >= n_strings):
         raise _Malformed(f"'{where}.kernels.name_id' points outside the string table")
+    for column in ("op_id", "module_id"):
+        ids = getattr(kernels, column)
+        if ids is not None and ids.size and (ids.min() < -1 or ids.max() >= n_ops):
+            raise _Malformed(f"'{where}.kernels.{column}' points outside the ops table")
     metrics_raw = _typed(_get(r, "metrics", where), list, f"{where}.metrics")
     metrics = tuple(_build_metric(m, f"{where}.metrics[{i}]") for i, m in enumerate(metrics_raw))
     return Run(
@@ -411,6 +418,7 @@ def run_file_to_dict(run_file: RunFile) -> dict[str, Any]:
             "demangled": [s.demangled for s in run_file.strings],
         },
         "runs": [_run_to_dict(r) for r in run_file.runs],
+        **({"ops": list(run_file.ops)} if run_file.ops else {}),
     }
 
 

@@ -142,6 +142,10 @@ class KernelTable:
     block_x: IntArray
     block_y: IntArray
     block_z: IntArray
+    # the framework op and the module that launched each kernel: indices into RunFile.ops, -1
+    # where unknown; absent (None) where the input never says (perfdiff's own recordings)
+    op_id: IntArray | None = None
+    module_id: IntArray | None = None
 
 
 @dataclass(frozen=True)
@@ -200,3 +204,6 @@ class RunFile:
     strings: tuple[KernelName, ...]
     runs: tuple[Run, ...]
     created_unix_s: float | None = None
+    # labels of the launching ops and modules (``aten::linear > aten::addmm``,
+    # ``VisionTransformer_0/Block_3/Mlp_3``) that KernelTable.op_id / module_id point at
+    ops: tuple[str, ...] = ()

@@ -137,6 +137,7 @@ def _check_run(run: Run, where: str, devices: set[int], run_file: RunFile,
             if table.name_id.size and (table.name_id.min() < 0
                                        or table.name_id.max() >= len(run_file.strings)):
                 raise _refuse(f"{label}:", "names a kernel outside the string table")
+            _check_op_ids(label, table, len(run_file.ops))
     kernels = Where(f"{where}.kernels", rows.get("kernels"))
     check_stream_overlap(kernels, run.kernels)  # after the plainer faults above
     if run_file.workload.name != TRACE_WORKLOAD:
@@ -147,6 +148,19 @@ def _check_run(run: Run, where: str, devices: set[int], run_file: RunFile,
         if devices and metric.device >= 0 and metric.device not in devices:
             raise _refuse(f"{label}:", f"is on device {metric.device}, which the environment "
                           f"does not list (devices {sorted(devices)})")
+
+
+def _check_op_ids(label: Where, table: KernelTable, n_ops: int) -> None:
+    """A kernel's op and module (-1: unknown) point into the run file's ops table."""
+    for column in ("op_id", "module_id"):
+        ids = getattr(table, column)
+        if ids is None:
+            continue
+        if ids.shape != table.name_id.shape:
+            raise _refuse(f"{label}:", f"has {ids.size} {column} values for "
+                          f"{table.name_id.size} kernels")
+        if ids.size and (ids.min() < -1 or ids.max() >= n_ops):
+            raise _refuse(f"{label}:", f"has a {column} outside the ops table")
 
 
 def _check_metric(label: Where, metric: MetricSeries, span: int, last_end: int | None) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from dataclasses import dataclass, fields, replace
+from dataclasses import MISSING, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +42,9 @@ MANIFEST = "perfdiff-shards.json"
 SHARDS_FORMAT = "perfdiff.shards"
 SHARDS_VERSION = "1.0"
 RUN_FILE_KEY = b"perfdiff.run_file.json.gz.b64"
-KERNEL_COLUMNS = tuple(f.name for f in fields(KernelTable))
+KERNEL_COLUMNS = tuple(f.name for f in fields(KernelTable) if f.default is MISSING)
+# later optional columns (the launching op and module): written and read where present
+OPTIONAL_KERNEL_COLUMNS = tuple(f.name for f in fields(KernelTable) if f.default is not MISSING)
 
 
 @dataclass(frozen=True)
@@ -128,9 +130,11 @@ def load_shard(sharded: ShardedRun, entry: ShardEntry, *, kernels: bool = True) 
     path = sharded.folder / entry.file
     source = str(path)
     try:
-        meta = pq.read_schema(path).metadata or {}
+        schema = pq.read_schema(path)
+        meta = schema.metadata or {}
         raw = json.loads(gzip.decompress(base64.b64decode(meta[RUN_FILE_KEY], validate=True)))
-        table = pq.read_table(path, columns=list(KERNEL_COLUMNS)) if kernels else None
+        present = [name for name in OPTIONAL_KERNEL_COLUMNS if name in schema.names]
+        table = pq.read_table(path, columns=[*KERNEL_COLUMNS, *present]) if kernels else None
     except KeyError:
         raise InputError(f"{source}: a Parquet file without perfdiff's run metadata; "
                          "re-write the shards") from None
@@ -158,7 +162,8 @@ def load_shard(sharded: ShardedRun, entry: ShardEntry, *, kernels: bool = True) 
 
 def _kernel_table(table: Any, source: str, n_strings: int) -> KernelTable:
     columns: dict[str, np.ndarray] = {}
-    for name in KERNEL_COLUMNS:
+    for name in (*KERNEL_COLUMNS, *(n for n in OPTIONAL_KERNEL_COLUMNS
+                                   if n in table.column_names)):
         column = table.column(name)
         if column.null_count:
             raise InputError(f"{source}: kernel column {name!r} has missing values; the shard "
@@ -254,7 +259,9 @@ def _shard_bytes(pa: Any, pq: Any, run_file: RunFile, run: Run) -> bytes:
     empty = KernelTable(**{name: np.zeros(0, dtype=np.int64) for name in KERNEL_COLUMNS})
     skeleton = replace(run_file, runs=(replace(run, kernels=empty),))
     meta = json.dumps(run_file_to_dict(skeleton), separators=(",", ":"), allow_nan=False)
-    table = pa.table({name: getattr(run.kernels, name) for name in KERNEL_COLUMNS})
+    table = pa.table({name: getattr(run.kernels, name)
+                      for name in (*KERNEL_COLUMNS, *OPTIONAL_KERNEL_COLUMNS)
+                      if getattr(run.kernels, name) is not None})
     packed = base64.b64encode(gzip.compress(meta.encode("utf-8"), compresslevel=6))
     table = table.replace_schema_metadata({RUN_FILE_KEY: packed})
     sink = pa.BufferOutputStream()

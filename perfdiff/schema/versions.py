@@ -10,6 +10,9 @@ History (keep one line per version, newest last):
 - 1.3 (perfdiff 0.1.0): optional cycle columns ``traced`` (0 for the cycles the collector left
   untraced to measure its own overhead) and ``hold_ns`` (how long the collector held the
   interpreter inside the cycle); absent in older files, which load unchanged.
+- 1.4 (perfdiff 0.1.0): optional kernel columns ``op_id`` / ``module_id`` and the top-level
+  label table ``ops`` (the framework op and module that launched each kernel, from a
+  torch.profiler trace); absent in older files, which load unchanged.
 
 A reader accepts any MINOR of a MAJOR it knows (minors only add optional fields) and refuses
 unknown MAJORs. Migrations are small pure functions ``dict -> dict`` from one version to the
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-CURRENT_VERSION = "1.3"
+CURRENT_VERSION = "1.4"
 SUPPORTED_MAJORS: tuple[int, ...] = (1,)
 
 # (from_major) -> function producing the next major's dict. Empty while only v1 exists.

@@ -223,8 +223,27 @@ def test_terminal_gets_the_rich_summary(run_cli: Runner, inputs: dict[str, str],
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     code, out, err = run_cli("compare", inputs["normal"], inputs["slow"])
     assert code == ExitCode.OK, err
-    assert "Key findings" in out and "Top functions" in out
+    assert "Key findings" in out and "Functions by size of the change" in out
     assert "## 1. High-Level" not in out
+    assert out.index("Where the cycle time went") < out.index("Key findings")
+
+
+def test_the_terminal_rows_are_sorted_by_the_size_of_the_change() -> None:
+    from rich.console import Console
+
+    from perfdiff.report.terminal import render_terminal
+    from tests.door import compare_inputs
+
+    fixtures = Path(__file__).parents[2] / "fixtures" / "timm"
+    c = compare_inputs(fixtures / "timm-vit-bf16.json.gz", fixtures / "timm-vit-fp32.json.gz")
+    console = Console(width=160, record=True, force_terminal=False)
+    render_terminal(c, console)
+    text = console.export_text()
+    table = text[text.index("Functions by size of the change"):]
+    deltas = [float(m) for m in re.findall(r"\s([+-]\d+\.\d{3})\s+[+-]", table)]
+    assert len(deltas) >= 10
+    assert [abs(d) for d in deltas] == sorted((abs(d) for d in deltas), reverse=True)
+    assert "other parts: " in text  # the summed headline parts are named
 
 
 def test_a_bug_exits_internal_not_regression(run_cli: Runner, inputs: dict[str, str],
@@ -261,3 +280,25 @@ def test_latencyprism_folders_are_not_refused_for_their_parent_names(
     code, out, err = run_cli("compare", str(normal), str(abnormal), "--format", "json")
     assert code == ExitCode.OK, err
     assert json.loads(out)["comparison"]["findings"]
+
+
+def test_json_carries_the_headline_replacements_and_the_grouping(run_cli: Runner) -> None:
+    """JSON 1.2 (issue 23): headline, replacements, described changes and what a row is."""
+    kineto = Path(__file__).parents[2] / "fixtures" / "kineto"
+    normal, abnormal = (str(kineto / f"gpt2-generate-{v}.pt.trace.json.gz")
+                        for v in ("eager", "sdpa"))
+    code, out, err = run_cli("compare", normal, abnormal, "--format", "json")
+    assert code == ExitCode.OK, err
+    cmp = json.loads(out)["comparison"]
+    assert JSON_FORMAT_VERSION == "1.2" and cmp["by"] == "kernel"
+    parts = cmp["headline"]["parts"]
+    assert sum(p["delta_ms"] for p in parts) == pytest.approx(cmp["headline"]["delta_ms"])
+    assert any(r["function"].startswith("[replaced]") for r in cmp["replacements"])
+    assert {"family", "replaced"} <= {r["func_type"] for r in cmp["rows"]}
+    code, out, err = run_cli("compare", normal, abnormal, "--format", "json", "--by", "op")
+    assert code == ExitCode.OK, err
+    cmp = json.loads(out)["comparison"]
+    assert cmp["by"] == "op" and cmp["replacements"] == []
+    functions = {r["function"] for r in (*cmp["rows"], *cmp["described"])}
+    assert "aten::softmax > aten::_softmax" in functions
+    assert any(f.startswith("aten::scaled_dot_product_attention > ") for f in functions)

@@ -137,3 +137,33 @@ def test_launch_order_as_markdown(run_cli: Runner, run_path: str) -> None:
     assert [c.strip() for c in rows[0].split("|")[1:3]] == ["#", "Kernel"]
     assert len(rows) == 2 + 6
     assert all(line.count("|") - line.count("\\|") == 7 for line in rows)
+
+
+KINETO = Path(__file__).parents[2] / "fixtures" / "kineto"
+
+
+def test_kernels_by_op_names_the_launching_ops(run_cli: Runner) -> None:
+    trace = str(KINETO / "gpt2-generate-sdpa.pt.trace.json.gz")
+    code, out, _ = run_cli("kernels", trace, "--by", "op", "--format", "json")
+    assert code == ExitCode.OK
+    assert "aten::scaled_dot_product_attention > aten::_cudnn_attention_forward" in out
+    assert "aten::addmm" in out
+
+
+def test_kernels_by_op_of_a_perfdiff_recording_is_one_line(run_cli: Runner) -> None:
+    recording = str(Path(__file__).parents[2] / "fixtures" / "timm" / "timm-vit-bf16.json.gz")
+    code, out, err = run_cli("kernels", recording, "--by", "op")
+    assert code == ExitCode.BAD_INPUT and out == ""
+    assert "perfdiff collect records kernels, not their launching ops" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_an_imported_trace_keeps_its_ops(run_cli: Runner, tmp_path: Path) -> None:
+    """perfdiff import links the ops, so the run file answers --by op later."""
+    out_file = tmp_path / "timm.json.gz"
+    code, _, err = run_cli("import", str(KINETO / "timm-vit-bf16.pt.trace.json.gz"), "-o",
+                           str(out_file))
+    assert code == ExitCode.OK, err
+    code, out, err = run_cli("kernels", str(out_file), "--by", "op", "--format", "json")
+    assert code == ExitCode.OK, err
+    assert "aten::linear > aten::addmm" in out and "AddmmBackward0 > aten::mm" in out

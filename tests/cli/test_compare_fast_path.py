@@ -21,12 +21,18 @@ import pytest
 import typer
 
 from perfdiff.cli.app import _register_commands, app
-from perfdiff.cli.compare_run import OPTIONS, CompareArgs, ReportFormat, parse_compare_args
+from perfdiff.cli.compare_run import (
+    OPTIONS,
+    CompareArgs,
+    Grouping,
+    ReportFormat,
+    parse_compare_args,
+)
 from perfdiff.schema import save_run_file
 from tests.factories import make_run_file
 
 KINDS = {bool: "flag", int: "int", float: "float", str: "str", Path: "path",
-         ReportFormat: "format"}
+         ReportFormat: "format", Grouping: "grouping"}
 REPO = Path(__file__).resolve().parents[2]
 TRACE_NORMAL = REPO / "fixtures" / "kineto" / "kineto-gpt-normal.pt.trace.json.gz"
 TRACE_ABNORMAL = REPO / "fixtures" / "kineto" / "kineto-gpt-abnormal.pt.trace.json.gz"
@@ -86,7 +92,7 @@ LINES = [
     ["compare", "a", "b", "--alpha", "1", "--alpha=0"],  # twice: left to typer
     ["compare", "a", "b", "--seed-compatible", "--label-normal", "N", "--label-abnormal", ""],
     ["compare", "a", "b", "--cycle-range", "train step", "--plots=", "-o", "out/r.md"],
-    ["compare", "a", "b", "--plots", "figs"],
+    ["compare", "a", "b", "--plots", "figs", "--by", "module"],
     ["compare", "--", "a", "b"],
     # left to typer (the fast parser must say None; typer refuses or reads them its way)
     ["compare", "a", "b", "--top", "-1"],
@@ -102,6 +108,7 @@ LINES = [
     ["compare", "a", "b", "c"],
     ["compare", "a", "b", "--tp", "3"],
     ["compare", "a", "b", "-o"],
+    ["compare", "a", "b", "--by", "ops"],
 ]
 
 

@@ -194,3 +194,16 @@ def test_seed_pipe_table_layout() -> None:
 )
 def test_display_name_keeps_what_tells_kernels_apart(full: str, shown: str) -> None:
     assert display_name(full) == shown
+
+
+@pytest.mark.parametrize("name", ["aten::linear > aten::addmm", "AddmmBackward0 > aten::mm",
+                                  "aten::scaled_dot_product_attention > "
+                                  "aten::_cudnn_attention_forward", "aten::add"])
+def test_a_framework_op_keeps_its_namespace(name: str) -> None:
+    assert display_name(name, 200) == name
+
+
+def test_a_kernel_signature_is_still_compacted() -> None:
+    assert display_name("void at::native::vectorized_elementwise_kernel<4, "
+                        "at::native::FillFunctor<float> >(int)", 200).startswith(
+                            "vectorized_elementwise_kernel<4")

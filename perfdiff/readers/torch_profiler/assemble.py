@@ -39,6 +39,8 @@ def run_order(parts: list[RankData]) -> list[RankData]:
 def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:
     names: list[str] = sorted({n for part in parts for n in part.names})
     ids = {n: i for i, n in enumerate(names)}
+    op_labels: list[str] = sorted({n for part in parts for n in part.op_labels})
+    op_ids = {n: i for i, n in enumerate(op_labels)}
     ranked = len(parts) > 1 and all(part.rank is not None for part in parts)
     if len(parts) > 1 and not ranked:
         raise InputError(f"{len(parts)} traces given but not every one has a "
@@ -51,7 +53,7 @@ def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:
     devices: dict[int, DeviceInfo] = {}
     rank_notes: list[str] = []
     for part in run_order(parts):
-        run = _renamed(part.run, part.names, ids)
+        run = _ops_renamed(_renamed(part.run, part.names, ids), part.op_labels, op_ids)
         if ranked:
             assert part.rank is not None
             run = _on_device(run, part.rank)
@@ -104,6 +106,7 @@ def assemble_run_file(parts: list[RankData], sources: list[str]) -> RunFile:
         strings=tuple(KernelName(mangled=n, demangled=n) for n in names),
         runs=tuple(runs),
         created_unix_s=None,
+        ops=tuple(op_labels),
     )
 
 
@@ -112,6 +115,17 @@ def _renamed(run: Run, local: list[str], ids: dict[str, int]) -> Run:
     k = run.kernels
     if k.name_id.size:
         k = replace(k, name_id=remap[k.name_id])
+    return replace(run, kernels=k)
+
+
+def _ops_renamed(run: Run, local: list[str], ids: dict[str, int]) -> Run:
+    """A rank's op and module ids -> ids into the merged ops table (-1 stays unknown)."""
+    remap = np.asarray([*(ids[n] for n in local), -1], dtype=np.int64)  # [-1] is unknown
+    k = run.kernels
+    if k.op_id is not None:
+        k = replace(k, op_id=remap[k.op_id])
+    if k.module_id is not None:
+        k = replace(k, module_id=remap[k.module_id])
     return replace(run, kernels=k)
 
 

@@ -30,6 +30,7 @@ from perfdiff.readers.torch_profiler.events import (
     decode_kept,
     sort_events,
 )
+from perfdiff.readers.torch_profiler.ops import HostRanges, host_ops
 from perfdiff.readers.torch_profiler.spellings import (
     COUNTERS,
     KERNEL,
@@ -196,6 +197,9 @@ class _Gathered:
     launch_ts: list[bytes] = field(default_factory=list)
     launch_name: list[str] = field(default_factory=list)  # the API called (interned)
     launch_at: array[int] = field(default_factory=lambda: array("q"))  # in traceEvents
+    launch_pid: list[int | str] = field(default_factory=list)  # the launching thread (ops.py)
+    launch_tid: list[int | str] = field(default_factory=list)
+    host_ops: HostRanges = field(default_factory=lambda: HostRanges([], [], [], [], []))
     cpu_pids: dict[int, int] = field(default_factory=dict)
     profiler_ranges: int = 0
     categories: dict[str, int] = field(default_factory=dict)
@@ -203,10 +207,10 @@ class _Gathered:
     sample_interval_ns: int = 0
 
 
-def gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
+def gather(events: list[msgspec.Raw], base_ns: int, *, ops: bool = False) -> _Gathered:
     """The one pass over the events, then each kept kind decoded into its columns. A function
     of its own so that its last decoded event (whose raw ``ts`` holds the whole file) is gone
-    when it returns; ``events`` is emptied."""
+    when it returns; ``events`` is emptied. ``ops``: decode the host ops too (ops.py)."""
     out = _Gathered()
     kept = sort_events(events)
     for cat, columns in ((KERNEL, out.kernels), (MEMCPY, out.copies), (MEMSET, out.sets)):
@@ -214,6 +218,9 @@ def gather(events: list[msgspec.Raw], base_ns: int) -> _Gathered:
             columns.add_all(decode_kept(chunk, EVENT_DECODER, at), at)
     for chunk, at in _chunks_at(kept.launches, kept.at[LAUNCH]):
         _add_launches(out, decode_kept(chunk, LAUNCH_DECODER, at), at)
+    if ops:
+        out.host_ops = host_ops(kept.host_ops)
+    kept.host_ops.clear()
     for kind, raws in kept.ranges.items():
         at = kept.at[kind]
         _add_ranges(out.ranges, kind, decode_kept(raws, EVENT_DECODER, at), at)
@@ -251,13 +258,14 @@ def _add_launches(out: _Gathered, events: list[Launch], at: array[int]) -> None:
     """Launch events (cuda_runtime/cuda_driver, HIP's): correlation -> launch time, and which
     CPU process launched (the run's pid: the one that launched most)."""
     args = [e.args for e in events]
-    with_corr = [(a.correlation, e.ts, e.name, i)
-                 for e, a, i in zip(events, args, at, strict=True)
+    with_corr = [(a.correlation, e, i) for e, a, i in zip(events, args, at, strict=True)
                  if isinstance(a, LaunchArgs) and isinstance(a.correlation, int)]
-    out.launch_corr += [c for c, _, _, _ in with_corr]
-    out.launch_ts += [bytes(ts) for _, ts, _, _ in with_corr]
-    out.launch_name += [sys.intern(name) for _, _, name, _ in with_corr]
-    out.launch_at += array("q", [i for _, _, _, i in with_corr])
+    out.launch_corr += [c for c, _, _ in with_corr]
+    out.launch_ts += [bytes(e.ts) for _, e, _ in with_corr]
+    out.launch_name += [sys.intern(e.name) for _, e, _ in with_corr]
+    out.launch_at += array("q", [i for _, _, i in with_corr])
+    out.launch_pid += [e.pid for _, e, _ in with_corr]
+    out.launch_tid += [e.tid for _, e, _ in with_corr]
     # counted in C; first seen first, as the pids are met in the file
     for pid, n in Counter(e.pid for e in events if isinstance(e.pid, int)).items():
         out.cpu_pids[pid] = out.cpu_pids.get(pid, 0) + n

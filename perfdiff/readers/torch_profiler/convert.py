@@ -32,6 +32,7 @@ from perfdiff.readers.torch_profiler.cycles import (
 from perfdiff.readers.torch_profiler.events import REEXPORT, BadTrace
 from perfdiff.readers.torch_profiler.launches import check_shared_correlations
 from perfdiff.readers.torch_profiler.metadata import TraceMeta, device_for
+from perfdiff.readers.torch_profiler.ops import LaunchThreads, kernel_ops
 from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings, torch_of
 from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
 from perfdiff.schema.model import (
@@ -65,11 +66,13 @@ class RankData:
     # the traceEvents index of each row of the run's kernels / memcpy / memset, for the
     # run-file rules' error lines
     events: dict[str, Sequence[int]] = field(default_factory=dict)
+    op_labels: list[str] = field(default_factory=list)  # what kernels.op_id/module_id index
 
 
-def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str | None) -> RankData:
+def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str | None, *,
+                  ops: bool = False) -> RankData:
     base_ns = meta.base_ns
-    gathered = gather(events, base_ns)
+    gathered = gather(events, base_ns, ops=ops)
     kernels, copies, sets = gathered.kernels, gathered.copies, gathered.sets
     ranges, cpu_pids = gathered.ranges, gathered.cpu_pids
     launch_corr, launch_ts = gathered.launch_corr, gathered.launch_ts
@@ -116,6 +119,15 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
                      cpu_pids)
     if metrics:
         run = replace(run, metrics=metrics)
+    op_labels: list[str] = []
+    if gathered.host_ops.name:  # a trace without ops (ProfilerActivity.CUDA only) says nothing
+        linked = kernel_ops(gathered.host_ops, LaunchThreads(launch_corr, gathered.launch_pid,
+                                                             gathered.launch_tid, launch_ns),
+                            kernels.correlation, base_ns)
+        run = replace(run, kernels=replace(run.kernels, op_id=linked.op_id,
+                                           module_id=linked.module_id if linked.with_modules
+                                           else None))
+        op_labels = linked.labels
     used = sorted(set(kernels.device) | set(copies.device) | set(sets.device))
     devices = [replace(device_for(d, meta.devices, warnings), index=d) for d in used]
     run = replace(run, rank=meta.rank)
@@ -124,7 +136,7 @@ def convert_trace(meta: TraceMeta, events: list[msgspec.Raw], cycle_range: str |
         schema_version=meta.schema_version, driver_version=meta.driver_version,
         cuda_version=meta.cuda_version, cupti_version=meta.cupti_version, host=meta.host,
         warnings=warnings, metric_names=sorted({m.name for m in metrics}),
-        sample_interval_ns=interval, cycles_from=spans.source,
+        sample_interval_ns=interval, cycles_from=spans.source, op_labels=op_labels,
         events={"kernels": kernels.event, "memcpy": copies.event, "memset": sets.event},
     )
 

@@ -19,7 +19,9 @@ from perfdiff.readers.torch_profiler.spellings import (
     CPU_RANGE,
     GPU_KINDS,
     GPU_RANGE,
+    HOST_OP,
     LAUNCH,
+    PY_FUNCTION,
     STEP_OPERATOR,
 )
 
@@ -66,6 +68,7 @@ class Launch(msgspec.Struct, gc=False):
 
     name: str = ""
     pid: int | str = 0
+    tid: int | str = 0  # the launching thread: its open ops named the kernel's op (ops.py)
     ts: msgspec.Raw = msgspec.Raw(b"")
     args: LaunchArgs | None = None
 
@@ -129,6 +132,7 @@ class _Sorted(msgspec.Struct, gc=False):
     # positions in traceEvents of the kept events, by kind (GPU kinds, LAUNCH, the range
     # kinds, COUNTERS), for the error lines: 8 bytes an event
     at: dict[str, array[int]]
+    host_ops: list[msgspec.Raw]  # cpu_op and python_function ranges (ops.py links them)
     profiler_ranges: int  # cuda_profiler_range events (their trace has no kernels)
     categories: dict[str, int]  # categories and counts, of a trace without GPU events only
 
@@ -172,6 +176,7 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     launches: list[msgspec.Raw] = []
     ranges: dict[str, list[msgspec.Raw]] = {CPU_RANGE: [], GPU_RANGE: [], STEP_OPERATOR: []}
     counters: list[msgspec.Raw] = []
+    host_ops: list[msgspec.Raw] = []
     categories: dict[str, int] = {}
     profiler_ranges = 0
     spelling = CATEGORY_SPELLINGS  # one dict lookup turns away most CPU-side events
@@ -192,6 +197,9 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
                 ranges[kind].append(raw)
             elif kind in ranges:
                 ranges[kind].append(raw)
+            elif kind in (HOST_OP, PY_FUNCTION):
+                host_ops.append(raw)  # ops.py links them; no error line names them
+                continue
             elif kind == COUNTERS:
                 if event.ph != "C":
                     continue
@@ -208,7 +216,8 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
         categories = dict(Counter(_decode_replacing(kind_of, raw).cat for raw in raws))
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
-    return _Sorted(gpu, launches, ranges, counters, at, profiler_ranges, categories)
+    return _Sorted(gpu, launches, ranges, counters, at, host_ops, profiler_ranges,
+                   categories)
 
 
 def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T],

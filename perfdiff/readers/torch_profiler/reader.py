@@ -23,13 +23,15 @@ from perfdiff.schema.sense import check_run_file
 
 
 def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None = None,
-                        allow_missing_ranks: bool = False) -> RunFile:
+                        allow_missing_ranks: bool = False, ops: bool = False) -> RunFile:
     """Read one or more traces (files or folders of per-rank files) into one run file.
 
     Several files are ranks of one job (or repeated runs): each becomes a run; when they carry
     ranks, devices are named by rank (GPU r for rank r), as ``perfdiff merge`` names shards.
     A file of a folder that may be a rank but cannot be read stops the reading, unless
     ``allow_missing_ranks``: then it is left out and the run file says so (a counted note).
+    ``ops``: keep each kernel's launching op and module (``ops.py``; costs a third of the
+    reading time, so only ``--by op|module`` and ``perfdiff import`` ask).
     """
     if cycle_range is not None:
         CycleRange.parse(cycle_range)  # a bad pattern is a usage error before any reading
@@ -55,7 +57,7 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
             files.append(p)
     if not files:
         raise InputError("no torch.profiler trace given")
-    parts = [_read_one(p, cycle_range) for p in files]
+    parts = [_read_one(p, cycle_range, ops) for p in files]
     run_file = assemble_run_file(parts, [str(p) for p in files])
     events = {(position, table): rows for position, part in enumerate(run_order(parts))
               for table, rows in part.events.items()}
@@ -70,7 +72,7 @@ def read_torch_profiler(paths: Sequence[str | Path], *, cycle_range: str | None 
     return run_file
 
 
-def _read_one(path: Path, cycle_range: str | None) -> RankData:
+def _read_one(path: Path, cycle_range: str | None, ops: bool) -> RankData:
     trace = decode_trace(path, file_bytes(path))
     try:
         meta = trace_metadata(trace)
@@ -79,7 +81,7 @@ def _read_one(path: Path, cycle_range: str | None) -> RankData:
         # 100k events): no slice but the events' may outlive this line, so that the file's
         # bytes are freed as soon as convert_trace has gone through them
         del trace
-        return convert_trace(meta, events, cycle_range)
+        return convert_trace(meta, events, cycle_range, ops=ops)
     except BadTrace as exc:
         raise InputError(f"{path}: {exc}") from None
     except OverflowError:  # an id or time past 64 bits (device 2**70): the data, not a bug

@@ -25,6 +25,8 @@ GPU_RANGE: Final = "gpu_user_annotation"
 STEP_OPERATOR: Final = "operator"  # a CPU op: kept only when it is a ProfilerStep#N
 COUNTERS: Final = "hardware_counters"
 PROFILER_RANGE: Final = "cuda_profiler_range"
+HOST_OP: Final = "cpu_op"  # a framework op on a CPU thread (readers/torch_profiler/ops.py)
+PY_FUNCTION: Final = "python_function"  # a Python frame; ``nn.Module: X`` ones name modules
 
 GPU_KINDS: Final = (KERNEL, MEMCPY, MEMSET)
 
@@ -47,6 +49,8 @@ CATEGORY_SPELLINGS: Final[dict[str, str]] = {
     "Operator": STEP_OPERATOR,  # torch 1.8, 1.9: CPU ops, ProfilerStep#N among them
     "hardware_counters": COUNTERS,
     "cuda_profiler_range": PROFILER_RANGE,
+    "cpu_op": HOST_OP,  # torch >= 1.10 (torch 1.8's "Operator" ops are not linked)
+    "python_function": PY_FUNCTION,  # with_stack / with_modules
 }
 
 # category -> the torch versions that write it: Kineto renamed its categories in torch 1.10
