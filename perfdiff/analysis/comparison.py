@@ -41,6 +41,7 @@ from perfdiff.analysis.launch_changes import launch_changes
 from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
+    CycleTimeChange,
     InventoryChange,
     MetricRow,
     Replacement,
@@ -78,6 +79,7 @@ from perfdiff.analysis.summary import (
     side_summary,
 )
 from perfdiff.analysis.units import SideUnits, group_rows, group_types, groups_of, side_units
+from perfdiff.analysis.untraced_time import time_note
 from perfdiff.errors import InputError
 
 
@@ -100,13 +102,16 @@ def compare_tables(
     extra_rows: tuple[pd.DataFrame, pd.DataFrame] | None = None,
     replacements: tuple[Replacement, ...] = (),
     headline_tables: tuple[pd.DataFrame, pd.DataFrame] | None = None,
+    time_tables: tuple[pd.DataFrame | None, pd.DataFrame | None] | None = None,
 ) -> Comparison:
     """Compare two cycle tables (see the module docstring); raises InputError on empty input.
 
     ``extra_rows`` (pseudo-functions to test with the rest, such as the replaced kernels of
     ``replacements.py``) are appended to each side before the statistics. ``headline_tables``:
     the by-kernel tables when the rows are groups (``--by op``): the headline splits the
-    change by kernel family, and the rows get no family rows of their own.
+    change by kernel family, and the rows get no family rows of their own. ``time_tables``
+    (run files: each side's untraced cycles, ``untraced_time.py``, or None where it has too
+    few) give the cycle-time change when both sides have them.
     """
     opts = options or CompareOptions()
     metas = (
@@ -175,7 +180,7 @@ def compare_tables(
         notes.append(host_bound_note(split, opts.practical_threshold_pct))
     rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid, unit,
                                      threshold_ms_by_pid)
-    cycle_time = cycle_time_change(tables, unit, opts, comparable)
+    cycle_time = _cycle_time(tables, time_tables, unit, opts, comparable, notes)
     findings = lead_with_gpu_work(key_findings(rows, opts, comparable, cycle_time), split)
     if findings and all(f.verdict not in CHANGE for f in findings) and comparable:
         notes.append(
@@ -210,6 +215,27 @@ def compare_tables(
         described=described_changes(rows, inventory, split is None or idle_leads(split))
         if comparable and is_few(*_cycle_counts(tables)) else (),
     )
+
+
+def _cycle_time(tables: tuple[pd.DataFrame, pd.DataFrame],
+                time_tables: tuple[pd.DataFrame | None, pd.DataFrame | None] | None,
+                unit: TestUnit, opts: CompareOptions, comparable: bool,
+                notes: list[str]) -> CycleTimeChange:
+    """The cycle-time change: from untraced cycles where both sides have them (notes say
+    which), else from the cycles of the tables."""
+    if time_tables is None:
+        return cycle_time_change(tables, unit, opts, comparable)
+    normal, abnormal = time_tables
+    traced = _cycle_counts(tables)
+    if normal is None and abnormal is None:
+        return cycle_time_change(tables, unit, opts, comparable)  # as before untraced cycles
+    if normal is None or abnormal is None:
+        notes.append(time_note(None, traced))
+        return cycle_time_change(tables, unit, opts, comparable)
+    notes.append(time_note((len(normal), len(abnormal)), traced))
+    runs = min(int(normal[C.RUN].nunique()), int(abnormal[C.RUN].nunique()))
+    time_unit: TestUnit = "runs" if runs >= 2 else "cycles"
+    return cycle_time_change((normal, abnormal), time_unit, opts, comparable)
 
 
 def _cycle_counts(tables: tuple[pd.DataFrame, pd.DataFrame]) -> tuple[int, int]:

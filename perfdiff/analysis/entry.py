@@ -43,7 +43,7 @@ def compare_loaded(normal_input: LoadedInput, abnormal_input: LoadedInput,
     extra, found = _replacements(normal, abnormal, options)
     comparison = compare_tables(normal.table, abnormal.table, options, normal_meta=normal.meta,
                                 abnormal_meta=abnormal.meta, labels=labels, extra_rows=extra,
-                                replacements=found)
+                                replacements=found, time_tables=_time_tables(normal, abnormal))
     return comparison, (normal, abnormal)
 
 
@@ -64,9 +64,21 @@ def _grouped(normal: Side, abnormal: Side, options: CompareOptions | None,
                                meta=side.meta))
     comparison = compare_tables(grouped[0].table, grouped[1].table, options,
                                 normal_meta=normal.meta, abnormal_meta=abnormal.meta,
-                                labels=labels, headline_tables=(normal.table, abnormal.table))
+                                labels=labels, headline_tables=(normal.table, abnormal.table),
+                                time_tables=_time_tables(normal, abnormal))
     comparison = replace(comparison, notes=(*comparison.notes, grouping_note(by)), by=by)
     return comparison, (normal, abnormal)
+
+
+def _time_tables(normal: Side, abnormal: Side
+                 ) -> tuple[pd.DataFrame | None, pd.DataFrame | None] | None:
+    """Each run file's untraced cycles for the cycle-time change (``untraced_time.py``); None
+    unless both inputs are run files (traces have no untraced cycles to offer)."""
+    if normal.run_file is None or abnormal.run_file is None:
+        return None
+    from perfdiff.analysis.untraced_time import untraced_time_table
+
+    return untraced_time_table(normal.run_file), untraced_time_table(abnormal.run_file)
 
 
 def _replacements(normal: Side, abnormal: Side, options: CompareOptions | None

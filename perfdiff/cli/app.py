@@ -7,9 +7,12 @@ error prints a traceback.
 
 from __future__ import annotations
 
+import functools
 import sys
+from typing import Any
 
 import typer
+import typer.main
 
 from perfdiff import __version__
 from perfdiff.cli.guard import run_guarded
@@ -46,12 +49,21 @@ def _register_commands() -> None:
     from perfdiff.cli import commands  # noqa: F401
 
 
+@functools.cache
+def _click_command() -> Any:
+    """The click command typer builds from the commands' signatures: once per process (typer
+    rebuilds it on every call, ~30 ms; a process that runs many command lines, as the test
+    suites do, paid it each time). Typer's own ``app()`` adds only its exception hook, which
+    ``run_guarded`` makes moot."""
+    _register_commands()
+    return typer.main.get_command(app)
+
+
 def main(checked: CheckedInputs | None = None) -> None:
     """Console-script entry point (``checked``: the inputs ``perfdiff.cli.entry`` checked)."""
     from perfdiff.cli.bare_options import expand_bare_options
     from perfdiff.cli.input_limit import take_input_limit
     from perfdiff.cli.usage_line import run_app
 
-    _register_commands()
-    run_guarded(lambda: run_app(app, expand_bare_options(take_input_limit(sys.argv[1:])),
-                                checked))
+    run_guarded(lambda: run_app(_click_command(),
+                                expand_bare_options(take_input_limit(sys.argv[1:])), checked))

@@ -52,6 +52,7 @@ class CuptiActivityBackend:
         self._trace_api = trace_api
         self._raw = RawTrace()
         self._enabled: list[Any] = []
+        self._kept_api: list[tuple[Any, int]] = []  # (toggle, call id) of the kept API records
         self._delivered = 0
         self.warnings: list[str] = []
         self._keep_buffers: list[Any] = []
@@ -117,29 +118,51 @@ class CuptiActivityBackend:
             self.intake.decode_pending()
 
     def pause(self) -> None:
-        """Switch every enabled activity kind off (an untraced cycle: overhead.py), after a
-        forced flush.
+        """Switch tracing off for an untraced cycle (overhead.py), after a forced flush.
 
         Why the flush: CUPTI finalises the records of kernels replayed from a CUDA graph
         late; switched off first, the last traced replay's kernels got their start from that
         replay and their end from the next, untraced one (H100, 2026-11-28, CUPTI 13.4:
         scripts/gpu/graph_probe.py), overlapping on one stream. ``stream_overlap`` drops any
-        such record that still gets through."""
-        self._cupti.activity_flush_all(1)
-        for kind in self._enabled:
+        such record that still gets through. The buffers the flush completes are parked, not
+        decoded here (``RawIntake.defer``): decoding them held the interpreter ~8 ms before
+        the untraced cycle (timm ViT-S, H100 2026-11-28), time in which the GPU ran ahead and
+        the untraced cycle waited less.
+
+        What is switched off: the kernel, memcpy and memset kinds, and the launch API
+        records (their ~260 kept call ids, not the kinds: re-enabling the RUNTIME and DRIVER kinds
+        records every API call again, and restricting them anew is ~1,500 CUPTI calls, ~6 ms
+        of host time after each untraced cycle)."""
+        intake = self.intake
+        parked = intake.defer if intake is not None else False
+        if intake is not None:
+            intake.defer = True
+        try:
+            self._cupti.activity_flush_all(1)
+        finally:
+            if intake is not None:
+                intake.defer = parked
+        for kind in self._record_kinds():
             self._cupti.activity_disable(kind)
+        self._toggle_kept_api(0)
 
     def resume(self) -> None:
-        """Switch them on again, with the API records restricted again.
-
-        Why again: the first optimizer-step program recorded with untraced cycles (timm
-        ViT-S bf16, H100 2026-11-28) ran its traced steps at 63-72 ms after the first resume,
-        against 36-47 ms with tracing never switched off; suspected: re-enabling the RUNTIME
-        and DRIVER kinds records every API call again (the per-call filter is not kept)."""
-        for kind in self._enabled:
+        """Switch tracing on again: the kinds and the launch API records ``pause`` stopped."""
+        for kind in self._record_kinds():
             self._cupti.activity_enable(kind)
-        if self._trace_api:
-            self._restrict_api_records()
+        self._toggle_kept_api(1)
+
+    def _record_kinds(self) -> list[Any]:
+        """The enabled kinds other than the API ones (those stay on, with their ids off)."""
+        api = {self._cupti.ActivityKind.RUNTIME, self._cupti.ActivityKind.DRIVER}
+        return [kind for kind in self._enabled if kind not in api]
+
+    def _toggle_kept_api(self, on: int) -> None:
+        for toggle, value in self._kept_api:
+            try:
+                toggle(value, on)
+            except self._cupti.cuptiError:
+                continue
 
     def _restrict_api_records(self) -> None:
         """Keep API records only for launch/memcpy/memset calls (see module docstring)."""
@@ -148,6 +171,7 @@ class CuptiActivityBackend:
             (getattr(cupti, "RuntimeApiTraceCbid", None), cupti.activity_enable_runtime_api),
             (getattr(cupti, "DriverApiTraceCbid", None), cupti.activity_enable_driver_api),
         ]
+        self._kept_api = []
         for enum_cls, toggle in tables:
             if enum_cls is None:
                 continue
@@ -159,6 +183,8 @@ class CuptiActivityBackend:
                     toggle(int(member.value), 1 if keep else 0)
                 except cupti.cuptiError:
                     continue
+                if keep:
+                    self._kept_api.append((toggle, int(member.value)))
 
     def _buffer_requested(self) -> tuple[int, int]:
         return BUFFER_BYTES, 0

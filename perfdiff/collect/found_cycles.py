@@ -131,16 +131,19 @@ class Chosen:
     cycles_from: str
     warnings: tuple[str, ...] = ()
     period: Period | None = None
+    log: CycleLog | None = None  # the log the table was cut from (None: detected after the run)
 
 
 def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int) -> Chosen:
     """Optimizer steps, else profiler steps, else the detected period, else no cycles."""
     optimizer = found.optimizer_log.table()
     if optimizer.index.size >= MIN_FOUND_CYCLES:
-        return Chosen(flag_warmup(optimizer, warmup), found.describe_optimizer())
+        return Chosen(flag_warmup(optimizer, warmup), found.describe_optimizer(),
+                      log=found.optimizer_log)
     profiler = found.profiler_log.table()
     if profiler.index.size >= MIN_FOUND_CYCLES:
-        return Chosen(flag_warmup(profiler, warmup), "torch.profiler prof.step()")
+        return Chosen(flag_warmup(profiler, warmup), "torch.profiler prof.step()",
+                      log=found.profiler_log)
     period, table = period_cycles(raw)
     if period.found:
         how = ("; pin cycles with --cycle-function MODULE:QUALNAME (the function called once "

@@ -2,7 +2,8 @@
 # Issue 28 on the lent GPU: fixtures for issue 23, torch.profiler traces, the CUDA-graph probe,
 # and bare vs `perfdiff collect` processes alternated (bench/record_truth/ programs).
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
-#   steps: install fixtures traces probe rounds graphfix gputest pmlong pmprobe overhead pack
+#   steps: install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
+#          overhead timmlong pack (COLLECT_OPTS: extra collect options, e.g. --no-pm)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into at most two tars, then $W removed)
 # Every file lands in $OUT/w/ and is packed into $OUT/all.tar at the end (the device tool
 # brings back at most 8 files), so run the steps under `timeout` and pack after.
@@ -29,11 +30,16 @@ prog() {  # prog NAME -> the program's argv
     graph-fp32) echo "$RT/cuda_graph_mlp.py --dtype fp32 --steps ${GRAPH_STEPS:-80}" ;;
   esac
 }
-opts() { case $1 in graph-*) echo "--cycle-range step" ;; *) echo "" ;; esac; }
+opts() {  # COLLECT_OPTS: extra collect options for every recorded process (e.g. --no-pm)
+  case $1 in graph-*) echo "--cycle-range step ${COLLECT_OPTS:-}" ;; *) echo "${COLLECT_OPTS:-}" ;; esac
+}
 
-bare() { run timeout 120 "$PY" $(prog "$1"); }
-recorded() {  # recorded NAME OUTFILE
-  run timeout 180 "${PD[@]}" collect $(opts "$1") -o "$2" -- "$PY" $(prog "$1")
+bare() {  # bare NAME [LOGFILE]: the program's output also to LOGFILE
+  run timeout 120 "$PY" $(prog "$1") | tee "${2:-/dev/null}"; return "${PIPESTATUS[0]}"
+}
+recorded() {  # recorded NAME OUTFILE: the output also to OUTFILE.log
+  run timeout 180 "${PD[@]}" collect $(opts "$1") -o "$2" -- "$PY" $(prog "$1") | tee "$2.log"
+  return "${PIPESTATUS[0]}"
 }
 
 step_fixtures() {  # round 0: its recorded processes are the issue-23 fixtures
@@ -91,6 +97,22 @@ step_timmlong() {  # (a) long enough for PM to be decoded while the program runs
   TIMM_STEPS=150 recorded timm-bf16 "$W/rounds/timm-bf16-long.json.gz"
 }
 
+step_pausecmp() {  # timm bf16: bare, as committed (API ids off), API kinds off (the patch)
+  local r
+  for r in $(seq 1 "${ROUNDS:-3}"); do
+    say "pausecmp round $r"
+    bare timm-bf16 "$W/rounds/timm-bf16-r$r-bare.log"
+    recorded timm-bf16 "$W/rounds/timm-bf16-r$r.json.gz"
+    git apply bench/record_truth/patches/kinds_off.patch || { say "patch failed"; return 1; }
+    recorded timm-bf16 "$W/rounds/timm-bf16K-r$r.json.gz"
+    git apply -R bench/record_truth/patches/kinds_off.patch
+  done
+}
+
+step_check() {  # untraced cycles vs the programs' own timers, recorded vs bare (item 1)
+  run "$PY" $RT/untraced_check.py "$W/rounds" --json "$W/untraced_check.json"
+}
+
 step_pack() {
   (cd "$W" && tar cf "$OUT/traces.tar" traces && tar cf "$OUT/rest.tar" --exclude traces .)
   rm -rf "$W"
@@ -103,9 +125,9 @@ step_rounds() {  # bare and recorded alternated, order flipped every round
     for p in ${PROGS:-graph-bf16 graph-fp32 timm-bf16 timm-fp32}; do
       say "round $r $p"
       if [ $((r % 2)) -eq 1 ]; then
-        recorded "$p" "$W/rounds/$p-r$r.json.gz"; bare "$p"
+        recorded "$p" "$W/rounds/$p-r$r.json.gz"; bare "$p" "$W/rounds/$p-r$r-bare.log"
       else
-        bare "$p"; recorded "$p" "$W/rounds/$p-r$r.json.gz"
+        bare "$p" "$W/rounds/$p-r$r-bare.log"; recorded "$p" "$W/rounds/$p-r$r.json.gz"
       fi
     done
   done

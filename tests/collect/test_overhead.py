@@ -39,7 +39,9 @@ def _log(clock: list[int]) -> CycleLog:
     return CycleLog(clock_ns=now)
 
 
-def test_every_eighth_measured_cycle_is_untraced_and_marks_pause_with_it() -> None:
+def test_the_last_two_of_every_eight_measured_cycles_are_untraced_one_switch_each_way() -> None:
+    """Runs of two (a lead-in, then a timed one): tracing goes off once before the first and
+    on once after the second, never between them; marks pause with it."""
     clock = [0]
     log = _log(clock)
     marks: list[int] = []
@@ -51,13 +53,44 @@ def test_every_eighth_measured_cycle_is_untraced_and_marks_pause_with_it() -> No
         log.begin_cycle("", i < 2)
         states.append(trace.on)
         log.end_cycle()
-        assert trace.on  # always on again between cycles
+    assert trace.on  # on again after the run
+    off = [8, 9, 16, 17]  # measured #7, #8, #15, #16
     table = untraced.apply(log.table())
     assert table.traced is not None
-    assert np.flatnonzero(table.traced == 0).tolist() == [9, 17]  # measured #8 and #16
-    assert [i for i, on in enumerate(states) if not on] == [9, 17]
-    assert table.warmup.tolist() == [True, True] + [i in (9, 17) for i in range(2, 18)]
-    assert 9 not in marks and 17 not in marks and len(marks) == 2 * 16
+    assert np.flatnonzero(table.traced == 0).tolist() == off
+    assert [i for i, on in enumerate(states) if not on] == off
+    assert trace.switches == [False, True, False, True]
+    assert table.warmup.tolist() == [True, True] + [i in off for i in range(2, 18)]
+    assert not set(off) & set(marks) and len(marks) == 2 * 14
+
+
+def test_every_below_four_leaves_single_untraced_cycles() -> None:
+    clock = [0]
+    log = _log(clock)
+    trace = _Trace()
+    untraced = UntracedCycles(3, trace, log)
+    for _ in range(9):
+        log.begin_cycle("", False)
+        log.end_cycle()
+    table = untraced.apply(log.table())
+    assert table.traced is not None
+    assert np.flatnonzero(table.traced == 0).tolist() == [2, 5, 8]
+    assert trace.switches == [False, True] * 3
+
+
+def test_a_run_cut_short_by_an_incomplete_cycle_switches_tracing_on_again() -> None:
+    clock = [0]
+    log = _log(clock)
+    trace = _Trace()
+    UntracedCycles(4, trace, log)
+    for _ in range(3):
+        log.begin_cycle("", False)
+        log.end_cycle()
+    log.begin_cycle("", False)  # measured #4: the timed one after the lead-in (#3)
+    assert not trace.on
+    log.end_cycle(completed=False)
+    log.begin_cycle("", False)
+    assert trace.on and trace.switches == [False, True]
 
 
 class _Sampler(_Trace):
@@ -92,8 +125,7 @@ def test_samplers_started_later_pause_and_resume_with_the_untraced_cycle() -> No
         log.begin_cycle("", False)
         seen.append(pm.on)
         log.end_cycle()
-        assert pm.on
-    assert seen == [True, True, True, False, True, True, True, False]
+    assert seen == [True, True, False, False, True, True, False, False]
     assert pm.switches == [False, True, False, True]
     assert untraced.errors == ["pausing pm_sampling for an untraced cycle failed (RuntimeError: "
                                "poller gone); it kept sampling there"]
@@ -127,7 +159,7 @@ from perfdiff.collect.inject.fake_backend import launch
 for i in range(33):
     with perfdiff.cycle():
         launch(f"c{i}_k", 0.1)
-        time.sleep(0.004 if i % 8 == 0 else 0.005)
+        time.sleep(0.004 if i % 8 in (0, 7) else 0.005)
 """
 
 
@@ -144,12 +176,13 @@ def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     (run,) = rf.runs
     assert run.cycles.traced is not None and run.cycles.hold_ns is not None
     untraced = np.flatnonzero(run.cycles.traced == 0).tolist()
-    assert untraced == [8, 16, 24, 32]  # cycle i = 8k slept 4 ms instead of 5
+    # runs of two: a lead-in (8k - 1) and a timed one (8k), both slept 4 ms instead of 5
+    assert untraced == [7, 8, 15, 16, 23, 24, 31, 32]
     names = [rf.strings[i].mangled for i in run.kernels.name_id.tolist()]
-    assert not any(name.split("_")[0] in {"c8", "c16", "c24", "c32"} for name in names)
-    assert len(names) == 33 - 4
-    found = self_overhead(rf)
-    assert found is not None and found.untraced_cycles == 4 and found.traced_cycles == 28
+    assert not any(int(name.split("_")[0][1:]) in untraced for name in names)
+    assert len(names) == 33 - 8
+    found = self_overhead(rf)  # the timed ones only
+    assert found is not None and found.untraced_cycles == 4 and found.traced_cycles == 24
     assert 15 < found.overhead_pct < 35  # 5 ms vs 4 ms: +25 %
     (note,) = self_overhead_notes(rf, "run.json.gz")
     assert "tracing overhead on this run +" in note and "4 untraced cycle(s)" in note

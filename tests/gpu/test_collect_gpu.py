@@ -40,15 +40,16 @@ def test_gpt_infer_records_every_cycle_and_pm_utilisation(tmp_path: Path) -> Non
     rf = load_run_file(path)
     run = rf.runs[0]
     assert rf.status.state == "complete"
-    # measured cycle 8 of 10 runs untraced (collect/overhead.py): flagged warm-up, no kernels
+    # measured cycles 7 and 8 of 10 run untraced (collect/overhead.py, a run of two): flagged
+    # warm-up, no kernels
     traced = run.cycles.traced
-    assert traced is not None and np.flatnonzero(traced == 0).tolist() == [9]
-    assert run.cycles.index.size == 12 and int(run.cycles.warmup.sum()) == 3
+    assert traced is not None and np.flatnonzero(traced == 0).tolist() == [8, 9]
+    assert run.cycles.index.size == 12 and int(run.cycles.warmup.sum()) == 4
     assert set(rf.collection.sources) == {"cupti_activity", "pm_sampling", "nvml"}, \
         rf.collection.warnings
     in_cycle = run.kernels.cycle >= 0
     counts = np.bincount(run.kernels.cycle[in_cycle], minlength=12)
-    assert counts[9] == 0
+    assert counts[8] == counts[9] == 0
     counts = counts[traced == 1]
     # PM sampling starts with the first measured cycle: warm-up kernels have no samples.
     measured = in_cycle & ~run.cycles.warmup[np.clip(run.kernels.cycle, 0, None)]

@@ -144,9 +144,11 @@ def _mutated(tmp_path: Path, sql: str) -> Path:
     ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 5 WHERE rowid = 7;",
      ("ends before it starts",)),
     ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 'late' WHERE rowid = 3;",
-     ("row 2 has end = 'late' where an integer belongs",)),
+     ("row 2 has end = 'late' where a 64-bit integer belongs",)),
+    ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 1e30 WHERE rowid = 3;",
+     ("row 2 has end = 1e+30 where a 64-bit integer belongs",)),
     ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 1.5 WHERE rowid = 3;",
-     ("row 2 has start = 1.5 where an integer belongs",)),
+     ("row 2 has start = 1.5 where a 64-bit integer belongs",)),
     ("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 9 WHERE rowid = 3;",
      ("device 9, which TARGET_INFO_GPU does not list",)),
     ("DELETE FROM StringIds WHERE id IN (SELECT demangledName FROM "

@@ -136,8 +136,7 @@ def test_kernels_without_their_launch(tmp_path: Path) -> None:
     assert run_file.runs[0].kernels.cycle.tolist() == [0, -1]
     assert "1 of 2 GPU events have no matching launch" in run_file.collection.warnings[0]
     only_kernels = [*_steps(2), _launched(0)[1], _launched(1)[1]]
-    with pytest.raises(InputError,
-                       match=r"none of the 2 (kernels|GPU events) has a matching launch"):
+    with pytest.raises(InputError, match="none of the 2 GPU events has a matching launch"):
         read_torch_profiler([_write(tmp_path, _trace(only_kernels), name="k.json.gz")])
 
 

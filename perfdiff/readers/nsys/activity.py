@@ -83,11 +83,12 @@ def _refuse_values(export: Export, table: str, expressions: tuple[str, ...],
     returns the selected rows)."""
     for number, row in enumerate(batch, start=done):
         for name, value in zip(expressions, row, strict=True):
-            if not isinstance(value, int) or isinstance(value, bool):
+            if not isinstance(value, int) or isinstance(value, bool) \
+                    or not -(1 << 63) <= value < 1 << 63:
                 raise InputError(
                     f"{export.where()}: table {table} row {number} has {name} = "
-                    f"{repr(value)[:40]} where an integer belongs; the file is damaged or was "
-                    "edited; export the report again")
+                    f"{repr(value)[:40]} where a 64-bit integer belongs; the file is damaged "
+                    "or was edited; export the report again")
     raise InputError(f"{export.where()}: table {table} has values that are not integers; "
                      "export the report again")
 

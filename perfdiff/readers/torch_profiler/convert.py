@@ -173,13 +173,6 @@ def _build_run(kernels: GpuColumns, copies: GpuColumns, sets: GpuColumns,
             unmatched_kernels += unmatched if cols is kernels else 0
         tables.append((cols, devices, start, end, assign_cycles(spans, when, devices)))
     total = len(kernels.name) + len(copies.name) + len(sets.name)
-    if mode == "launch" and unmatched_kernels and unmatched_kernels == len(kernels.name):
-        # every kernel outside every step while copies are in them: a report of copies only
-        raise BadTrace(f"none of the {unmatched_kernels} kernels has a matching launch "
-                       "(cuda_runtime/cuda_driver event with the same args.correlation), so "
-                       "no kernel can be put in a step; record with ProfilerActivity.CPU as "
-                       "well as CUDA (if it was, the trace was edited or damaged: re-export "
-                       "it)")
     if mode == "launch" and unmatched_total:
         if unmatched_total == total:
             raise BadTrace(f"none of the {total} GPU events has a matching launch (cuda_runtime/"
@@ -187,6 +180,13 @@ def _build_run(kernels: GpuColumns, copies: GpuColumns, sets: GpuColumns,
                        "told; record with ProfilerActivity.CPU as well as CUDA")
         warnings.append(f"{unmatched_total} of {total} GPU events have no matching launch "
                         "(correlation) and are outside every step")
+    if mode == "launch" and unmatched_kernels and unmatched_kernels == len(kernels.name):
+        # every kernel outside every step while copies are in them: a report of copies only
+        raise BadTrace(f"none of the {unmatched_kernels} kernels has a matching launch "
+                       "(cuda_runtime/cuda_driver event with the same args.correlation), so "
+                       "no kernel can be put in a step; record with ProfilerActivity.CPU as "
+                       "well as CUDA (if it was, the trace was edited or damaged: re-export "
+                       "it)")
     k, k_dev, k_start, k_end, k_cycle = tables[0]
     grid = np.asarray(k.grid, dtype=np.int64).reshape(-1, 3)
     block = np.asarray(k.block, dtype=np.int64).reshape(-1, 3)

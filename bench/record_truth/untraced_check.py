@@ -1,0 +1,114 @@
+"""Untraced cycles against the program's own timer, and recorded against bare processes.
+
+Why: issue 28, item 1. A recorded process's untraced cycles must last what the program's own
+timer (steptimer.py, printed as ``STEPTIMER {json}``) says the same steps lasted, within 2 %
+(median): a check inside one process, free of the host's drift between processes. The
+whole-run cost is the recorded processes' timer median over the bare processes'.
+
+Cycle i of a run file is step_ms[i] of the timer: an optimizer-step cycle starts in
+perfdiff's post-step hook, which runs just before the program's own (registered earlier),
+and a ``--cycle-range step`` cycle is the NVTX range the program's timer closes.
+
+Usage: python bench/record_truth/untraced_check.py DIR [--json OUT]
+  DIR holds NAME-rR.json.gz (recorded) with NAME-rR.json.gz.log (its output) and
+  NAME-rR-bare.log (the bare process of the same round), as scripts/gpu/issue28.sh writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import statistics
+from typing import Any
+
+import numpy as np
+
+from perfdiff.analysis.untraced_time import timed_untraced
+from perfdiff.schema.io import load_run_file
+
+
+def timer_of(log: str) -> dict[str, Any] | None:
+    """The STEPTIMER summary a program printed, or None."""
+    if not os.path.exists(log):
+        return None
+    with open(log, errors="replace") as fh:
+        for line in fh:
+            if line.startswith("STEPTIMER "):
+                parsed: dict[str, Any] = json.loads(line[len("STEPTIMER "):])
+                return parsed
+    return None
+
+
+def recorded_row(path: str) -> dict[str, Any]:
+    """One recorded process: its cycles set against its own timer."""
+    rf = load_run_file(path)
+    timer = timer_of(path + ".log") or {}
+    steps = np.asarray(timer.get("step_ms", []), dtype=float)
+    run = rf.runs[0]
+    c = run.cycles
+    dur = (c.end_ns - c.start_ns) / 1e6
+    traced = np.ones(c.index.size, bool) if c.traced is None else np.asarray(c.traced) == 1
+    skip = 5  # the timer's own steady-state skip (steptimer.StepTimer)
+    idx = np.asarray(c.index)
+    steady = idx >= skip
+    untraced = timed_untraced(c) & steady  # the timed ones (a lead-in before each)
+    same = untraced & (idx < steps.size)
+    ratio = dur[same] / steps[idx[same]] - 1 if same.any() else np.asarray([])
+    hold = np.asarray(c.hold_ns, dtype=float) / 1e6 if c.hold_ns is not None else None
+    params = rf.workload.params
+    return {
+        "file": os.path.basename(path),
+        "cycles_from": params.get("cycles_from"),
+        "cycles": int(c.index.size), "untraced": int((~traced).sum()),
+        "timer_median_ms": timer.get("median_step_ms"),
+        "traced_median_ms": round(float(np.median(dur[traced & steady])), 4)
+        if (traced & steady).any() else None,
+        "untraced_median_ms": round(float(np.median(dur[untraced])), 4)
+        if untraced.any() else None,
+        "untraced_vs_timer_pct": [round(100 * float(r), 2) for r in ratio],
+        "untraced_vs_timer_median_pct": round(100 * float(np.median(ratio)), 2)
+        if ratio.size else None,
+        "hold_max_ms": round(float(hold.max()), 3) if hold is not None and hold.size else None,
+        "hold_cycles_over_1ms": int((hold > 1.0).sum()) if hold is not None else None,
+        "warnings": [w[:160] for w in rf.collection.warnings],
+    }
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("dir")
+    p.add_argument("--json")
+    a = p.parse_args()
+    rows = [recorded_row(f) for f in sorted(glob.glob(os.path.join(a.dir, "*-r[0-9]*.json.gz")))]
+    programs: dict[str, dict[str, list[float]]] = {}
+    for r in rows:
+        name = re.sub(r"-r\d+\.json\.gz$", "", r["file"])
+        prog = programs.setdefault(name, {"bare": [], "recorded": []})
+        if r["timer_median_ms"] is not None:
+            prog["recorded"].append(r["timer_median_ms"])
+        print(f"{r['file']:28s} timer {r['timer_median_ms']} traced {r['traced_median_ms']} "
+              f"untraced {r['untraced_median_ms']} ({r['untraced']}) untraced/timer "
+              f"{r['untraced_vs_timer_median_pct']} % hold max {r['hold_max_ms']} ms "
+              f">1ms {r['hold_cycles_over_1ms']}")
+    for log in sorted(glob.glob(os.path.join(a.dir, "*-bare.log"))):
+        name = re.sub(r"-r\d+-bare\.log$", "", os.path.basename(log))
+        t = timer_of(log)
+        if t and t.get("median_step_ms") is not None:
+            programs.setdefault(name, {"bare": [], "recorded": []})["bare"].append(
+                t["median_step_ms"])
+    summary = {}
+    for name, v in sorted(programs.items()):
+        b, r = v["bare"], v["recorded"]
+        ratio = statistics.median(r) / statistics.median(b) if b and r else None
+        summary[name] = {**v, "recorded_over_bare": None if ratio is None else round(ratio, 3)}
+        print(f"{name:12s} bare {b} recorded {r} -> x{summary[name]['recorded_over_bare']}")
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"rows": rows, "summary": summary}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Cycles found by themselves leave runs of untraced cycles too (issue 28, item 1), through the
+real ``perfdiff collect -- CMD`` path with the fake CUPTI backend.
+
+torch is not installed on the CPU machines, so the program imports a stand-in package
+``torch`` (written into the test's folder) with what FoundCycles hooks: torch.optim's global
+post-step hook registry and torch.profiler's ``profile.step``. The collector hooks them as it
+hooks torch's own (``when_imported``); nothing in perfdiff knows the stand-in.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from perfdiff.analysis.untraced_time import timed_untraced
+from perfdiff.schema.io import load_run_file
+from perfdiff.schema.model import RunFile
+
+PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
+
+STAND_IN = {
+    "torch/__init__.py": "from torch import cuda, optim, profiler\n",
+    "torch/cuda.py": "def is_initialized():\n    return False\n",
+    "torch/optim/__init__.py": "from torch.optim.optimizer import Optimizer\n",
+    "torch/optim/optimizer.py": textwrap.dedent("""
+        _hooks = []
+        def register_optimizer_step_post_hook(hook):
+            _hooks.append(hook)
+        class Optimizer:
+            def step(self):
+                for hook in list(_hooks):
+                    hook(self, (), {})
+    """),
+    "torch/profiler/__init__.py": "from torch.profiler.profiler import profile\n",
+    "torch/profiler/profiler.py": textwrap.dedent("""
+        class profile:
+            def step(self):
+                pass
+    """),
+}
+
+
+def collect(folder: Path, body: str) -> RunFile:
+    for name, text in STAND_IN.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    (folder / "prog.py").write_text(textwrap.dedent(body))
+    out = folder / "run.json.gz"
+    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake",
+           "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    env.pop("PERFDIFF_INJECT_CONFIG", None)
+    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "2", "--",
+                           sys.executable, "prog.py"], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return load_run_file(out)
+
+
+def untraced_and_kernels(rf: RunFile) -> tuple[list[int], set[int]]:
+    run = rf.runs[0]
+    assert run.cycles.traced is not None
+    untraced = np.flatnonzero(run.cycles.traced == 0).tolist()
+    names = [rf.strings[int(i)].mangled for i in run.kernels.name_id]
+    return untraced, {int(n.split("_")[0][1:]) for n in names if n.startswith("i")}
+
+
+def test_optimizer_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> None:
+    rf = collect(tmp_path, """
+    import time
+    import torch
+    from perfdiff.collect.inject.fake_backend import launch
+    opt = torch.optim.Optimizer()
+    for i in range(20):
+        opt.step()  # cycle i starts here (the first step's hook starts cycle 0)
+        launch(f"i{i}_k", 0.05)
+        time.sleep(0.002)
+    """)
+    untraced, iterations = untraced_and_kernels(rf)
+    assert rf.workload.params["cycles_from"].startswith("optimizer step")
+    assert untraced == [6, 7, 14, 15]  # measured #7, #8, #15, #16: a lead-in, a timed one
+    assert iterations == set(range(20)) - set(untraced)  # no kernel recorded in them
+    assert np.flatnonzero(timed_untraced(rf.runs[0].cycles)).tolist() == [7, 15]
+    assert rf.workload.params["untraced_pause"] == ["cupti_activity"]
+
+
+def test_profiler_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> None:
+    rf = collect(tmp_path, """
+    import torch
+    from perfdiff.collect.inject.fake_backend import launch
+    prof = torch.profiler.profile()
+    for i in range(12):
+        prof.step()
+        launch(f"i{i}_k", 0.05)
+    """)
+    untraced, iterations = untraced_and_kernels(rf)
+    assert rf.workload.params["cycles_from"] == "torch.profiler prof.step()"
+    assert untraced == [6, 7]
+    assert iterations == set(range(12)) - {6, 7}
