@@ -74,7 +74,8 @@ def drop_overlapping(tables: Tables, cycles: CycleTable,
     drop = bad | np.isin(k.cycle, bad_cycles)
     keep = ~drop
     kernels = KernelTable(**{f.name: getattr(k, f.name)[keep]
-                             for f in dataclasses.fields(KernelTable)})
+                             for f in dataclasses.fields(KernelTable)
+                             if getattr(k, f.name) is not None})  # optional op columns
     tables = dataclasses.replace(tables, kernels=kernels)
     cycles = dataclasses.replace(cycles, warmup=cycles.warmup | measured)
     listed = ", ".join(str(int(c)) for c in np.flatnonzero(hit_measured)[:5])
