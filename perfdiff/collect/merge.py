@@ -47,11 +47,16 @@ def merge_run_files(
     strings: list[KernelName] = []
     ids: dict[tuple[str, str], int] = {}
     per_file_runs: list[list[Run]] = []
+    ops: dict[str, int] = {}  # launching-op and module labels of every input, merged
     for run_file in files:
         remap = np.asarray(
             [_intern(ids, strings, name) for name in run_file.strings], dtype=np.int64
         )
-        per_file_runs.append([_reindex_names(run, remap) for run in run_file.runs])
+        # the last entry keeps -1 (unknown op) as it is
+        op_remap = np.asarray([*(ops.setdefault(o, len(ops)) for o in run_file.ops), -1],
+                              dtype=np.int64)
+        per_file_runs.append([_reindex_ops(_reindex_names(run, remap), op_remap)
+                              for run in run_file.runs])
     runs = _numbered(per_file_runs)
     if any(run.rank is not None for run in runs):
         runs = [_devices_by_rank(run) for run in runs]
@@ -67,6 +72,7 @@ def merge_run_files(
         strings=tuple(strings),
         runs=tuple(runs),
         created_unix_s=round(time.time(), 3),
+        ops=tuple(ops),
     )
 
 
@@ -129,6 +135,16 @@ def _reindex_names(run: Run, remap: np.ndarray[tuple[int], np.dtype[np.int64]]) 
     if kernels.name_id.size:
         kernels = dataclasses.replace(kernels, name_id=remap[kernels.name_id])
     return dataclasses.replace(run, kernels=kernels)
+
+
+def _reindex_ops(run: Run, remap: np.ndarray[tuple[int], np.dtype[np.int64]]) -> Run:
+    """An input's op and module ids -> ids into the merged ``ops`` table."""
+    k = run.kernels
+    if k.op_id is not None:
+        k = dataclasses.replace(k, op_id=remap[k.op_id])
+    if k.module_id is not None:
+        k = dataclasses.replace(k, module_id=remap[k.module_id])
+    return dataclasses.replace(run, kernels=k)
 
 
 def _numbered(per_file_runs: list[list[Run]]) -> list[Run]:

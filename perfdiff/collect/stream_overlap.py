@@ -22,7 +22,6 @@ never one the reader refuses.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 
@@ -74,10 +73,9 @@ def drop_overlapping(tables: Tables, cycles: CycleTable,
     hit_measured = measured & ~cycles.warmup
     drop = bad | np.isin(k.cycle, bad_cycles)
     keep = ~drop
-    # optional columns (op_id/module_id: traces only) stay None in a recording
-    columns: dict[str, Any] = {f.name: None if (column := getattr(k, f.name)) is None
-                               else column[keep] for f in dataclasses.fields(KernelTable)}
-    kernels = KernelTable(**columns)
+    kernels = KernelTable(**{f.name: getattr(k, f.name)[keep]
+                             for f in dataclasses.fields(KernelTable)
+                             if getattr(k, f.name) is not None})  # optional op columns
     tables = dataclasses.replace(tables, kernels=kernels)
     cycles = dataclasses.replace(cycles, warmup=cycles.warmup | measured)
     listed = ", ".join(str(int(c)) for c in np.flatnonzero(hit_measured)[:5])

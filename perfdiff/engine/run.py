@@ -36,6 +36,10 @@ def compare_sharded(normal: str | Path | LoadedInput, abnormal: str | Path | Loa
                     progress: Progress | None = None) -> tuple[Comparison, tuple[Side, Side]]:
     """``compare`` of two inputs of which one or both are sharded runs (module docstring);
     a path is read by the door, an input the door already read is taken as it is."""
+    if options is not None and options.by != "kernel":  # never a kernel view under another name
+        raise InputError(f"--by {options.by}: sharded runs are compared by kernel only (each "
+                         "rank's cycle table is built in its own worker); join them first "
+                         "(perfdiff merge -o RUN.json.gz SHARDS_FOLDER) or use --by kernel")
     inputs = tuple(i if isinstance(i, LoadedInput) else open_input(i, read)
                    for i in (normal, abnormal))
     launches = sum(i.sharded.launches for i in inputs if i.sharded is not None)

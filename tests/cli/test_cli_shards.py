@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from perfdiff.cli.app import app
 from perfdiff.cli.commands import compare  # noqa: F401  (registers the commands)
+from perfdiff.errors import InputError
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.shards import is_sharded_run, read_manifest
 
@@ -50,3 +51,12 @@ def test_import_writes_shards(tmp_path: Path) -> None:
     _ok(["import", "-o", str(single), str(KINETO)])
     assert _ok(["kernels", str(out), "--by", "name"]) == _ok(["kernels", str(single),
                                                              "--by", "name"])
+
+
+def test_compare_by_op_of_shards_is_refused_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "gpt"
+    _ok(["import", "--shards", "-o", str(out), str(KINETO)])
+    result = CliRunner().invoke(app, ["compare", str(out), str(out), "--by", "op"])
+    # CliRunner leaves the error to the caller; perfdiff's main maps InputError to exit 3
+    assert isinstance(result.exception, InputError)
+    assert "sharded runs are compared by kernel only" in str(result.exception)

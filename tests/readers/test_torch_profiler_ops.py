@@ -104,3 +104,16 @@ def test_ops_are_linked_only_when_asked() -> None:
 ])
 def test_op_label(outer: str, inner: str, label: str) -> None:
     assert op_label(outer, inner) == label
+
+
+def test_merged_traces_keep_each_kernels_op() -> None:
+    """perfdiff merge of two imported traces: one ops table, every kernel's op as it was."""
+    from perfdiff.collect.merge import merge_run_files
+    from perfdiff.schema.sense import check_run_file
+
+    parts = [read_torch_profiler([KINETO / f"gpt2-generate-{v}.pt.trace.json.gz"], ops=True)
+             for v in ("eager", "sdpa")]
+    merged = merge_run_files(parts, force=True)
+    check_run_file(merged, "merged")
+    before = [_op_time(p) for p in parts]
+    assert _op_time(merged) == before[0] + before[1]
