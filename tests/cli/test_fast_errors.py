@@ -1,17 +1,17 @@
-"""A missing or unreadable input is reported before the heavy imports (< 0.3 s).
+"""A missing or unreadable input is reported before the heavy imports.
 
 ``compare`` needed 1.7 s to say a file was missing (pandas and scipy first). The console
 script (``perfdiff.cli.entry``) now checks the inputs it can find in the command line with the
 standard library only; its table of options must match the real commands, or it could take an
-option's value for an input.
+option's value for an input. What is checked is that no heavy module was imported when the
+error line is printed (a timed assertion failed under a loaded machine's scheduling, and speed
+is measured by benchmarks: bench/README.md, "CLI start-up").
 """
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,13 @@ from perfdiff.cli.app import _register_commands, app
 from perfdiff.cli.entry import FLAG_OPTIONS, VALUE_OPTIONS, input_arguments
 from perfdiff.errors import ExitCode
 
-ENTRY = [sys.executable, "-c", "from perfdiff.cli.entry import main; main()"]
+HEAVY = ("pandas", "scipy", "numpy", "typer", "rich", "msgspec", "pyarrow")
+# the console script, printing at exit which heavy modules it had imported
+ENTRY = [sys.executable, "-c",
+         "import atexit, sys\n"
+         f"atexit.register(lambda: print('imported:', [m for m in {HEAVY!r} if m in sys.modules],"
+         " file=sys.stderr))\n"
+         "from perfdiff.cli.entry import main; main()"]
 
 
 def test_the_options_table_matches_the_commands() -> None:
@@ -55,15 +61,9 @@ def test_inputs_are_told_from_option_values() -> None:
                                   ["bench", "missing.json.gz"],
                                   ["merge", "missing.json.gz", "-o", "out.json.gz"]])
 def test_missing_file_is_reported_in_a_blink(tmp_path: Path, args: list[str]) -> None:
-    times = []
-    for _ in range(5):
-        started = time.perf_counter()
-        proc = subprocess.run([*ENTRY, *args], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=30, check=False)
-        times.append(time.perf_counter() - started)
-        assert proc.returncode == ExitCode.BAD_INPUT
-        assert proc.stderr == ("perfdiff: error: missing.json.gz: no such file; check the path "
-                               "(run files end in .json or .json.gz)\n")
-    # 0.03-0.06 s measured (median of 15, 2-core machine under load 3); 0.3 s is the promise
-    assert statistics.median(times) < 0.3, times
+    proc = subprocess.run([*ENTRY, *args], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == ExitCode.BAD_INPUT
+    assert proc.stderr == ("perfdiff: error: missing.json.gz: no such file; check the path "
+                           "(run files end in .json or .json.gz)\nimported: []\n")
     assert not (tmp_path / "out.json.gz").exists()
