@@ -33,6 +33,7 @@ from perfdiff.readers.torch_profiler.events import REEXPORT, BadTrace
 from perfdiff.readers.torch_profiler.launches import check_shared_correlations
 from perfdiff.readers.torch_profiler.metadata import TraceMeta, device_for
 from perfdiff.readers.torch_profiler.ops import LaunchThreads, kernel_ops
+from perfdiff.readers.torch_profiler.overlaps import clip_small_overlaps
 from perfdiff.readers.torch_profiler.spellings import known_gpu_spellings, torch_of
 from perfdiff.readers.torch_profiler.timestamps import us_texts_to_ns
 from perfdiff.schema.model import (
@@ -188,6 +189,10 @@ def _build_run(kernels: GpuColumns, copies: GpuColumns, sets: GpuColumns,
                        "well as CUDA (if it was, the trace was edited or damaged: re-export "
                        "it)")
     k, k_dev, k_start, k_end, k_cycle = tables[0]
+    k_end, clipped = clip_small_overlaps(k_dev, np.asarray(k.stream, dtype=np.int64), k_start,
+                                         k_end, np.asarray(k.correlation, dtype=np.int64))
+    if clipped:
+        warnings.append(clipped)
     grid = np.asarray(k.grid, dtype=np.int64).reshape(-1, 3)
     block = np.asarray(k.block, dtype=np.int64).reshape(-1, 3)
     kernel_table = KernelTable(
