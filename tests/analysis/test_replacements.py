@@ -88,3 +88,24 @@ def test_pseudo_rows_leave_every_function_row_as_it_was(monkeypatch: pytest.Monk
     assert any(r.func_type == "family" for r in with_pseudo.rows)
     assert repr(key(with_pseudo)) == repr(key(without))
     assert with_pseudo.mde_pct == without.mde_pct
+
+
+def test_a_repeated_launch_sequence_is_aligned_once_per_device_against_its_own_reference(
+) -> None:
+    """Reusing one alignment for identical cycles must key on the device: the same sequence
+    on another device meets another reference and may find other replacements."""
+    import numpy as np
+
+    from perfdiff.analysis.replacements import _Cycle, _tally
+
+    def cycle(device: int, number: int, names: tuple[str, ...]) -> _Cycle:
+        return _Cycle(0, 1, device, number, names, np.arange(1.0, len(names) + 1.0))
+
+    mine = ("k_a", "sgemm_fp32", "k_b")
+    cycles = [cycle(0, n, mine) for n in range(3)] + [cycle(1, n, mine) for n in range(3)]
+    others = [cycle(0, 0, ("k_a", "sgemm_bf16", "k_b")), cycle(1, 0, mine)]
+    tallies = _tally(cycles, others, normal_side=False)
+    assert len(tallies) == 1
+    (tally,) = tallies.values()
+    assert sorted(tally.time_ms) == [(0, 1, 0, n) for n in range(3)]
+    assert all(t == 2.0 for t in tally.time_ms.values())
