@@ -10,6 +10,7 @@ of work but the lack of a rule (its kernels are tested one by one).
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from perfdiff.analysis import columns as C
@@ -26,18 +27,20 @@ def family_label(family: str) -> str:
 
 
 def work_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per (run, pid, device, cycle, function) of GPU work, with its family."""
+    """One row per (run, pid, device, cycle, function) of GPU work, with its family.
+
+    Classified once per distinct (function, type) and spread by integer codes: a per-row
+    lookup cost ~1 s of a 2 x 1,000,000-launch compare (bench/README.md, issue 25)."""
     work = table[table[C.FUNC_TYPE].isin(WORK_TYPES)]
     work = work.drop_duplicates([C.RUN, C.PID, C.DEVICE, C.CYCLE, C.FUNCTION])
-    classes = {
-        (name, kind): classify(name, kind)
-        for name, kind in set(zip(work[C.FUNCTION], work[C.FUNC_TYPE], strict=True))
-    }
+    fn_codes, fn_names = pd.factorize(work[C.FUNCTION])
+    type_codes, type_names = pd.factorize(work[C.FUNC_TYPE])
+    pair_codes, pairs = pd.factorize(fn_codes * max(len(type_names), 1) + type_codes)
+    classes = [classify(str(fn_names[int(p) // len(type_names)]),
+                        str(type_names[int(p) % len(type_names)])) for p in pairs]
     out = work.copy()
-    out["family"] = [classes[(n, k)].family
-                     for n, k in zip(work[C.FUNCTION], work[C.FUNC_TYPE], strict=True)]
-    out["kind_label"] = [classes[(n, k)].label
-                         for n, k in zip(work[C.FUNCTION], work[C.FUNC_TYPE], strict=True)]
+    out["family"] = np.asarray([c.family for c in classes], dtype=object)[pair_codes]
+    out["kind_label"] = np.asarray([c.label for c in classes], dtype=object)[pair_codes]
     return out
 
 
