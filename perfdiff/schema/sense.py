@@ -54,7 +54,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfdiff.errors import InputError
-from perfdiff.schema.model import KernelTable, MetricSeries, Run, RunFile, TransferTable
+from perfdiff.schema.model import (
+    IntArray,
+    KernelTable,
+    MetricSeries,
+    Run,
+    RunFile,
+    TransferTable,
+)
 
 # How long GPU work may outlast the cycles that launched it (queued behind the last cycle);
 # generous on purpose: it separates a busy queue from a timestamp that is days or years off.
@@ -241,6 +248,25 @@ def check_cycle_overlap(where: str | Where, start: np.ndarray, end: np.ndarray,
                       "before an earlier cycle ends (cycles of one run cannot overlap)")
 
 
+def stream_neighbours(device: IntArray, stream: IntArray, start: IntArray, end: IntArray
+                      ) -> tuple[IntArray | None, IntArray, IntArray, IntArray, IntArray,
+                                 np.ndarray, IntArray]:
+    """Kernels in (device, stream, start) order, for the rules on consecutive kernels of one
+    stream (this check, and the trace reader's correction of Kineto's small overlaps): the
+    order (None where the table is in it already: no column is copied), start, end, device
+    and stream in that order, whether each consecutive pair shares a stream, and each pair's
+    overlap (the first's end minus the second's start)."""
+    sort = np.lexsort((start, stream, device))
+    order: IntArray | None = None if bool(np.all(np.diff(sort) == 1)) else sort
+
+    def take(column: IntArray) -> IntArray:
+        return column if order is None else column[order]
+
+    s, e, dev, st = take(start), take(end), take(device), take(stream)
+    same_stream = (dev[1:] == dev[:-1]) & (st[1:] == st[:-1])
+    return order, s, e, dev, st, same_stream, e[:-1] - s[1:]
+
+
 def check_stream_overlap(where: str | Where, table: KernelTable) -> None:
     """Kernels of different launches on one stream do not overlap (see the module docstring).
 
@@ -250,18 +276,10 @@ def check_stream_overlap(where: str | Where, table: KernelTable) -> None:
     rarer tests (same record twice, same launch) only on the few pairs that overlap at all:
     0.02 s per million kernels (bench/README.md)."""
     label = where if isinstance(where, Where) else Where(where)
-    start = table.start_ns
-    if start.size < 2:
+    if table.start_ns.size < 2:
         return
-    sort = np.lexsort((start, table.stream, table.device))
-    order: np.ndarray | None = None if bool(np.all(np.diff(sort) == 1)) else sort
-
-    def take(column: np.ndarray) -> np.ndarray:
-        return column if order is None else column[order]
-
-    s, e, dev, stream = take(start), take(table.end_ns), take(table.device), take(table.stream)
-    same_stream = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
-    overlap = e[:-1] - s[1:]
+    order, s, e, dev, stream, same_stream, overlap = stream_neighbours(
+        table.device, table.stream, table.start_ns, table.end_ns)
     # a duplicate starts with its twin (overlap >= 0, maybe within the tolerance)
     pairs = np.flatnonzero(same_stream & ((overlap > OVERLAP_TOLERANCE_NS) | (s[1:] == s[:-1])))
     if not pairs.size:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from perfdiff.schema.sense import stream_neighbours
+
 KINETO_OVERLAP_NS = 4_000  # the largest seen: 3,744 ns (B200)
 
 
@@ -28,17 +30,15 @@ def clip_small_overlaps(device: np.ndarray, stream: np.ndarray, start: np.ndarra
     (None when there is none)."""
     if start.size < 2:
         return end, None
-    order = np.lexsort((start, stream, device))
-    s, e, c = start[order], end[order], correlation[order]
-    same = (device[order][1:] == device[order][:-1]) & (stream[order][1:] == stream[order][:-1])
+    order, s, _, _, _, same, overlap = stream_neighbours(device, stream, start, end)
+    c = correlation if order is None else correlation[order]
     one_launch = (c[1:] == c[:-1]) & (c[1:] > 0)
-    overlap = e[:-1] - s[1:]
     small = same & ~one_launch & (overlap > 0) & (overlap <= KINETO_OVERLAP_NS)
     if not small.any():
         return end, None
+    firsts = np.flatnonzero(small)
     clipped = end.copy()
-    rows = order[:-1][small]
-    clipped[rows] = s[1:][small]
+    clipped[firsts if order is None else order[firsts]] = s[firsts + 1]
     largest = int(overlap[small].max())
     note = (f"{int(small.sum())} kernel(s) overlapped the next kernel of their stream by up to "
             f"{largest:,} ns (Kineto writes such times, seen on B200 and MI300X traces); each "
