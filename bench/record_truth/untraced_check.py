@@ -47,7 +47,8 @@ def recorded_row(path: str) -> dict[str, Any]:
     rf = load_run_file(path)
     timer = timer_of(path + ".log") or {}
     steps = np.asarray(timer.get("step_ms", []), dtype=float)
-    run = rf.runs[0]
+    # rank 0's run under torchrun (its timer is the one printed as STEPTIMER), else the first
+    run = next((r for r in rf.runs if r.rank == 0), rf.runs[0])
     c = run.cycles
     dur = (c.end_ns - c.start_ns) / 1e6
     traced = np.ones(c.index.size, bool) if c.traced is None else np.asarray(c.traced) == 1
