@@ -174,3 +174,54 @@ def test_user_program_launcher_writes_the_pinned_run_file(tmp_path: Path,
     shards.mkdir()
     _check(_canonical(user_program_run_file(shards), tmp_path, "u"), "user_program_run_file",
            update_golden)
+
+
+def test_both_launchers_say_kernel_names_stay_mangled_without_a_demangler(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """Drift settled: only built-in workloads said so; a user program's file now says it too."""
+    import perfdiff.collect.run_file_builder as builder
+
+    monkeypatch.setattr(builder, "demangler_available", lambda: False)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for run_file in (built_in_run_file(), user_program_run_file(shards)):
+        assert "no C++ demangler (libstdc++) found; kernel names kept mangled" in \
+            run_file.collection.warnings
+
+
+class NamedSampler(StaticSampler):
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def stop(self) -> list[MetricSeries]:
+        return [MetricSeries("m", "pct", self.name, 0, np.array([1, 2], dtype=np.int64),
+                             np.array([10.0, 20.0]), 1)]
+
+
+def test_sources_are_listed_sorted_whatever_order_the_samplers_started_in() -> None:
+    """Drift settled: built-in runs listed samplers in start order (PM sampling, then NVML),
+    user programs sorted; a run's sources are now sorted after the trace in both."""
+    listed = set()
+    for names in (("pm_sampling", "nvml"), ("nvml", "pm_sampling")):
+        trace = SteppedTrace()
+        samplers: list[Any] = [NamedSampler(n) for n in names]
+        sources = Sources(trace=trace, samplers=samplers)
+        outcome = run_collection(SteppedWorkload(trace), CyclePlan(measured=2, warmup=0),
+                                 sources, ENV, CollectSettings(untraced_every=0))
+        listed.add(outcome.run_file.collection.sources)
+    assert listed == {("cupti_activity", "nvml", "pm_sampling")}
+
+
+def test_a_sampler_refusing_to_start_is_one_line_in_either_launcher() -> None:
+    """Drift settled: the user-program child let a multi-line message into the run file."""
+    from perfdiff.collect.sampler_life import start_sampler
+
+    class Refusing(StaticSampler):
+        def start(self) -> None:
+            raise RuntimeError("CUPTI_ERROR_INSUFFICIENT_PRIVILEGES\nsee the docs")
+
+    warnings: list[str] = []
+    assert not start_sampler(Refusing(), warnings)
+    assert warnings == ["pm_sampling could not start (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES see "
+                        "the docs); not sampled"]
