@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from perfdiff import __version__
 from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.handovers import handover_warning
@@ -39,22 +41,25 @@ from perfdiff.schema.versions import CURRENT_VERSION
 @dataclass(frozen=True)
 class Recording:
     """What a launcher recorded: the trace's records, its cycles (before the untraced switch
-    and the hold column are applied here) and the samplers' series."""
+    and the hold column are applied here) and the samplers' series. ``trace_name`` None: no
+    trace ever ran (a process that left no shard, seen from the parent)."""
 
     raw: RawTrace
     cycles: CycleTable
     metrics: Sequence[MetricSeries]
-    trace_name: str
+    trace_name: str | None
     untraced: UntracedCycles | None = None
 
 
 @dataclass(frozen=True)
 class RunIdentity:
-    """Who recorded: the run's index in its file, its torchrun rank and exit code."""
+    """Who recorded: the run's index in its file, its torchrun rank and exit code, and its
+    process (None: this one; the parent names a child that left no shard)."""
 
     index: int = 0
     rank: int | None = None
     exit_code: int | None = None
+    pid: int | None = None
 
 
 def build_run_file(
@@ -91,7 +96,8 @@ def build_run_file(
         warnings.append(handover)
     who = identity or RunIdentity()
     run = Run(
-        index=who.index, pid=os.getpid(), rank=who.rank, exit_code=who.exit_code,
+        index=who.index, pid=os.getpid() if who.pid is None else who.pid, rank=who.rank,
+        exit_code=who.exit_code,
         cycles=cycles, kernels=tables.kernels, memcpy=tables.memcpy, memset=tables.memset,
         metrics=metrics, dropped_records=raw.dropped_records,
     )
@@ -106,8 +112,7 @@ def build_run_file(
         collection=Collection(
             metrics=tuple(dict.fromkeys(m.name for m in metrics if m.source == "pm_sampling")),
             sample_interval_ns=sample_interval_ns,
-            # sorted: the order samplers started in is no property of the run
-            sources=(recording.trace_name, *sorted({m.source for m in metrics})),
+            sources=_sources(recording.trace_name, metrics),
             warnings=tuple(dict.fromkeys(warnings)),
         ),
         workload=Workload(name=workload.name, params=params, command=workload.command),
@@ -115,6 +120,21 @@ def build_run_file(
         runs=(run,),
         created_unix_s=round(time.time(), 3),
     )
+
+
+def empty_recording() -> Recording:
+    """A recording with nothing in it: what is known of a process that left no shard."""
+    empty = np.zeros(0, dtype=np.int64)
+    cycles = CycleTable(index=empty, start_ns=empty, end_ns=empty, label=(),
+                        warmup=np.zeros(0, dtype=np.bool_))
+    return Recording(raw=RawTrace(), cycles=cycles, metrics=(), trace_name=None)
+
+
+def _sources(trace_name: str | None, metrics: tuple[MetricSeries, ...]) -> tuple[str, ...]:
+    """The trace, then the samplers that delivered series, sorted: the order they started in
+    is no property of the run."""
+    traced = () if trace_name is None else (trace_name,)
+    return (*traced, *sorted({m.source for m in metrics}))
 
 
 def _record_warnings(raw: RawTrace, strings: StringTable, without_launch: int) -> list[str]:
@@ -139,4 +159,4 @@ def _drop_neighbour_kernels(raw: RawTrace, streams: tuple[int, ...],
                     "left out of the run file")
 
 
-__all__ = ["Recording", "RunIdentity", "build_run_file"]
+__all__ = ["Recording", "RunIdentity", "build_run_file", "empty_recording"]

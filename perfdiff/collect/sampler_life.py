@@ -1,8 +1,9 @@
-"""Starting and stopping samplers and the trace, every failure one warning.
+"""Opening, starting and stopping samplers and the trace, every failure one warning.
 
 Why one place: both launchers (built-in workloads in ``session.py``, user programs in
-``inject/child.py``) start PM sampling and NVML, stop them after a GPU synchronize and then
-stop the trace; their two copies worded the same failure differently (one kept the
+``inject/child.py``) open and start PM sampling and NVML (at different moments: a user
+program's GPU is known only once it has initialised CUDA), stop them after a GPU synchronize
+and then stop the trace; their two copies worded the same failure differently (one kept the
 exception's type and the sampler's state, the other neither) and one let a multi-line
 message into the run file. A sampler's trouble never stops a recording: kernels are still
 traced.
@@ -15,13 +16,52 @@ from typing import Any
 
 from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.records import RawTrace
+from perfdiff.collect.settings import RecordSettings
 from perfdiff.schema.model import MetricSeries
+
+ClockNs = Callable[[], int]
 
 
 def one_line(exc: BaseException) -> str:
     """An exception's message on one line, at most 300 characters."""
     text = " ".join(str(exc).split())
     return text[:300] if text else "(no message)"
+
+
+def open_pm_sampler(settings: RecordSettings, device_index: int, clock_ns: ClockNs,
+                    warnings: list[str]) -> MetricSampler | None:
+    """PM sampling on ``device_index`` as ``settings`` ask, or None (and why, as a warning).
+
+    Imported here, not at the top: the user-program child imports this module at interpreter
+    start, long before it may touch CUPTI."""
+    if not settings.pm_wanted:
+        return None
+    from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
+
+    try:
+        pm = PmSampler(settings.metrics, settings.sample_interval_ns, device_index, clock_ns)
+    except PmSamplingUnavailable as exc:
+        warnings.append(str(exc))
+        return None
+    warnings.extend(pm.warnings)  # metrics this GPU rejected, said once, at open
+    pm.warnings.clear()
+    return pm
+
+
+def open_nvml_sampler(settings: RecordSettings, device_index: int, clock_ns: ClockNs,
+                      nvml: Any, uuid: str | None, warnings: list[str]) -> MetricSampler | None:
+    """NVML polling of ``device_index`` (the GPU whose ``uuid`` is given), or None and why."""
+    if not settings.nvml:
+        return None
+    from perfdiff.collect.nvml import NvmlUnavailable
+    from perfdiff.collect.nvml_process import NvmlDefaultSampler
+
+    try:
+        return NvmlDefaultSampler(device_index, clock_ns, settings.nvml_interval_ms / 1000.0,
+                                  nvml=nvml, uuid=uuid or None)
+    except NvmlUnavailable as exc:
+        warnings.append(str(exc))
+        return None
 
 
 def start_sampler(sampler: MetricSampler, warnings: list[str]) -> bool:
@@ -79,4 +119,5 @@ def _state(sampler: Any) -> str:
         return ""
 
 
-__all__ = ["one_line", "start_sampler", "stop_samplers", "stop_trace", "synchronize_gpu"]
+__all__ = ["ClockNs", "one_line", "open_nvml_sampler", "open_pm_sampler", "start_sampler",
+           "stop_samplers", "stop_trace", "synchronize_gpu"]

@@ -18,7 +18,6 @@ from perfdiff.collect.boundary_marks import attach_launch_records, take_marks
 from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.overhead import UntracedCycles
-from perfdiff.collect.pm_sampling import DEFAULT_METRICS
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.run_file_builder import Recording, build_run_file
 from perfdiff.collect.sampler_life import (
@@ -28,42 +27,11 @@ from perfdiff.collect.sampler_life import (
     stop_trace,
     synchronize_gpu,
 )
-from perfdiff.collect.settings import (
-    DEFAULT_NVML_INTERVAL_MS,
-    DEFAULT_SAMPLE_INTERVAL_NS,
-    DEFAULT_UNTRACED_EVERY,
-    check_settings,
-)
+from perfdiff.collect.settings import CollectSettings
 from perfdiff.collect.workloads.base import CyclePlan, Workload
 from perfdiff.markers import RecorderMarker, set_active_recorder
 from perfdiff.schema.model import Environment, MetricSeries, RunFile, Status
 from perfdiff.schema.model import Workload as WorkloadInfo
-
-
-@dataclass(frozen=True)
-class CollectSettings:
-    """What to record; defaults are the documented ones (docs/howto/collect.md)."""
-
-    metrics: tuple[str, ...] = DEFAULT_METRICS
-    sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
-    pm_sampling: bool = True
-    nvml: bool = True
-    nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
-    trace_memory: bool = True
-    # launch API records for cycle assignment; False: boundary marks (boundary_marks.py), the
-    # default since they cost ~2 % less of cycle time
-    trace_api: bool = False
-    device_index: int = 0
-    # CUPTI stream ids whose kernels are an in-process noisy neighbour's (--contend-mode
-    # stream): left out of the run file, with a warning saying how many
-    exclude_streams: tuple[int, ...] = ()
-    # one measured cycle in N runs untraced, to measure the collector's overhead (overhead.py)
-    untraced_every: int = DEFAULT_UNTRACED_EVERY
-
-    def __post_init__(self) -> None:
-        check_settings(sample_interval_ns=self.sample_interval_ns,
-                       nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
-                       device_index=self.device_index, untraced_every=self.untraced_every)
 
 
 @dataclass(frozen=True)

@@ -225,3 +225,16 @@ def test_a_sampler_refusing_to_start_is_one_line_in_either_launcher() -> None:
     assert not start_sampler(Refusing(), warnings)
     assert warnings == ["pm_sampling could not start (CUPTI_ERROR_INSUFFICIENT_PRIVILEGES see "
                         "the docs); not sampled"]
+
+
+def test_a_program_that_left_no_shard_gets_the_pinned_empty_run_file(
+        tmp_path: Path, update_golden: bool) -> None:
+    """The parent's record of a process killed before it wrote its shard goes through the
+    same builder (it had a third copy of the assembly)."""
+    from perfdiff.collect.user_program import _empty_run_file
+
+    config = InjectConfig(shard_dir="", command=("python", "train.py"), cycle_range="step",
+                          warmup=3)
+    run_file = _empty_run_file(2, 4242, 137, config, "no trace: killed")
+    assert run_file.runs[0].pid == 4242 and run_file.collection.sources == ()
+    _check(_canonical(run_file, tmp_path, "e"), "empty_program_run_file", update_golden)

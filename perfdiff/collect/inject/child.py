@@ -46,7 +46,14 @@ from perfdiff.collect.overhead import UntracedCycles
 from perfdiff.collect.program_marks import attach_marker, launches_from_marks
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.run_file_builder import Recording, RunIdentity, build_run_file
-from perfdiff.collect.sampler_life import start_sampler, stop_samplers, stop_trace, synchronize_gpu
+from perfdiff.collect.sampler_life import (
+    open_nvml_sampler,
+    open_pm_sampler,
+    start_sampler,
+    stop_samplers,
+    stop_trace,
+    synchronize_gpu,
+)
 from perfdiff.markers import set_active_recorder
 from perfdiff.schema.model import CycleTable, Environment, MetricSeries, RunFile, Status, Workload
 
@@ -233,31 +240,22 @@ class ChildCollector:
         if cfg.nvml:
             from perfdiff.collect.environment import torch_device_info
             from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
-            from perfdiff.collect.nvml_process import NvmlDefaultSampler
 
             try:
                 nvml = load_nvml()
-                uuid = torch_device_info(torch, device, nvml).uuid or None
-                self._start_one(NvmlDefaultSampler(device, self.trace.clock_ns,
-                                                   cfg.nvml_interval_ms / 1000.0, nvml=nvml,
-                                                   uuid=uuid))
             except NvmlUnavailable as exc:
                 self.warnings.append(str(exc))
+                return
+            uuid = torch_device_info(torch, device, nvml).uuid
+            poller = open_nvml_sampler(cfg, device, self.trace.clock_ns, nvml, uuid,
+                                       self.warnings)
+            if poller is not None:
+                self._start_one(poller)
 
     def _try_start_pm(self) -> None:
-        cfg = self.config
-        if not (cfg.pm_sampling and cfg.metrics):
-            return
-        from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
-
-        try:
-            pm = PmSampler(cfg.metrics, cfg.sample_interval_ns, self._device,
-                           self.trace.clock_ns)
-            self.warnings.extend(pm.warnings)
-            pm.warnings.clear()
+        pm = open_pm_sampler(self.config, self._device, self.trace.clock_ns, self.warnings)
+        if pm is not None:
             self._start_one(pm)
-        except PmSamplingUnavailable as exc:
-            self.warnings.append(str(exc))
 
     def _start_one(self, sampler: MetricSampler) -> None:
         if not start_sampler(sampler, self.warnings):
@@ -290,7 +288,7 @@ class ChildCollector:
         cfg = self.config
         if cfg.backend != "cupti":
             return
-        wanted = [name for name, on in (("PM sampling", cfg.pm_sampling and cfg.metrics),
+        wanted = [name for name, on in (("PM sampling", cfg.pm_wanted),
                                         ("NVML", cfg.nvml)) if on]
         if not self._samplers_tried and wanted:
             self.warnings.append(
@@ -298,8 +296,7 @@ class ChildCollector:
                 "CUDA in the program, and this program never did (CUDA used without torch, "
                 "e.g. through Triton, CuPy or a C extension); import torch and touch CUDA "
                 "(torch.cuda.init()) before the first cycle to have them; kernels are traced")
-        elif (self._samplers_tried and not self._pm_tried and cfg.pm_sampling
-              and cfg.metrics):
+        elif self._samplers_tried and not self._pm_tried and cfg.pm_wanted:
             self.warnings.append(
                 "PM sampling did not run: it starts at the first measured cycle and the "
                 "program ended before one (raise the number of steps or lower --warmup)")
@@ -490,7 +487,7 @@ def open_trace(config: InjectConfig) -> TraceBackend:
     # CUPTI starts when the program initialises CUDA: started earlier, it refuses PM sampling
     return DeferredTrace(lambda: CuptiActivityBackend(trace_memory=config.trace_memory,
                                                       trace_api=api),
-                         pm_requested=bool(config.pm_sampling and config.metrics))
+                         pm_requested=config.pm_wanted)
 
 
 _collector: ChildCollector | None = None
