@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perfdiff.collect.backends import MetricSampler, Sources
-from perfdiff.collect.boundary_marks import attach_launch_records, take_marks
-from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.overhead import UntracedCycles
+from perfdiff.collect.program_marks import launches_from_marks
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.run_file_builder import Recording, build_run_file
 from perfdiff.collect.sampler_life import (
@@ -149,29 +148,6 @@ def run_collection(
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
 
 
-def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: CycleLog,
-                         warnings: list[str]) -> list[int] | None:
-    """Launch records from the cycle boundary marks (boundary_marks.py), or a warning.
-
-    Returns the marks' GPU start times in issue order when every issued mark was recorded
-    (for the cycle table's mark columns and the clock check), else None.
-    """
-    mark_ids, mark_gpu_ns = take_marks(stopped.raw, stream_ids)
-    if log.mark_error is not None:
-        warnings.append(f"a cycle boundary mark failed ({log.mark_error}); kernels were "
-                        "assigned to cycles by GPU start time")
-        return None
-    problem = attach_launch_records(stopped.raw, mark_ids, log.mark_ns)
-    if problem is not None:
-        warnings.append(problem)
-        return None
-    clock = (clock_rate_warning(log.mark_wall_ns, mark_gpu_ns)
-             if len(log.mark_wall_ns) == len(mark_gpu_ns) else None)
-    if clock is not None:
-        warnings.append(clock)
-    return mark_gpu_ns
-
-
 def _stop_all(sources: Sources, started: list[MetricSampler], tracing: bool) -> _Stopped:
     """Wait for the GPU, stop samplers then tracing; every failure becomes a warning."""
     out = _Stopped()
@@ -198,8 +174,8 @@ def _build_run_file(
     log.close_open()
     mark_gpu_ns = None
     if sources.boundary_marker is not None:
-        mark_gpu_ns = _launches_from_marks(stopped, sources.boundary_marker.stream_ids, log,
-                                           warnings)
+        mark_gpu_ns = launches_from_marks(stopped.raw, sources.boundary_marker.stream_ids, log,
+                                          warnings)
     params = {**workload.params.to_json(), "cycles": plan.measured, "warmup": plan.warmup,
               **extra_params}
     recording = Recording(raw=stopped.raw, cycles=log.table(mark_gpu_ns),
