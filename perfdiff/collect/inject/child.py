@@ -47,6 +47,7 @@ from perfdiff.collect.program_marks import attach_marker, launches_from_marks
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.run_file_builder import Recording, RunIdentity, build_run_file
 from perfdiff.collect.sampler_life import (
+    one_line,
     open_nvml_sampler,
     open_pm_sampler,
     start_sampler,
@@ -193,9 +194,8 @@ class ChildCollector:
             self.failure = f"interrupted (Ctrl-C) after {self.log.completed} cycles"
             self.exit_code = 130
         else:
-            text = " ".join(str(exc).split())[:300] or "(no message)"
-            self.failure = f"program raised {kind.__name__}: {text} (after {self.log.completed} " \
-                           "cycles)"
+            self.failure = (f"program raised {kind.__name__}: {one_line(exc)} (after "
+                            f"{self.log.completed} cycles)")
             self.exit_code = 1
         self._previous_excepthook(kind, exc, tb)
 
