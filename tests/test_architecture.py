@@ -184,3 +184,37 @@ def test_compare_options_are_declared_in_one_table() -> None:
         for name in spec.names:
             assert f'"{name}"' not in command, f"cli/compare.py declares {name} again"
             assert f'"{name}"' not in entry.split('"kernels"')[0], f"entry.py lists {name}"
+
+
+def _calls_and_fields(path: Path) -> tuple[set[str], set[str]]:
+    """(names called, names of annotated class attributes) in one module."""
+    called: set[str] = set()
+    declared: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            called.add(node.func.id)
+        elif isinstance(node, ast.ClassDef):
+            declared |= {item.target.id for item in node.body
+                         if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)}
+    return called, declared
+
+
+def test_collect_has_one_recorder_core_and_one_run_file_builder() -> None:
+    """Issue 28 item 5: built-in workloads and user programs each assembled their run file
+    and declared their sampler settings, and the copies drifted. In collect/ a run file is
+    built by the builder (a recording) or by merge (joining run files), nowhere else; a
+    sampler setting is declared once, in settings.py; the samplers are opened in one module."""
+    builders, declares, openers = set(), set(), set()
+    for path in sorted((PACKAGE / "collect").rglob("*.py")):
+        called, declared = _calls_and_fields(path)
+        name = str(path.relative_to(PACKAGE / "collect"))
+        if "RunFile" in called:
+            builders.add(name)
+        if declared & {"sample_interval_ns", "nvml_interval_ms", "pm_sampling", "trace_memory",
+                        "untraced_every"}:
+            declares.add(name)
+        if called & {"PmSampler", "NvmlDefaultSampler"}:
+            openers.add(name)
+    assert builders == {"run_file_builder.py", "merge.py"}
+    assert declares == {"settings.py"}
+    assert openers == {"sampler_life.py"}

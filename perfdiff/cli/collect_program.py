@@ -23,7 +23,12 @@ from perfdiff.collect.workloads.base import WorkloadParamError
 from perfdiff.errors import CollectorUnavailableError
 from perfdiff.schema.model import RunFile
 
-BACKEND_ENV = "PERFDIFF_COLLECT_BACKEND"  # "fake" in CPU tests; default "cupti"
+# "fake" in CPU tests, default "cupti". Kept (issue 28 item 5) because CPU tests run
+# `perfdiff collect -- CMD` end to end in a subprocess, where nothing can be injected:
+# tests/collect/test_user_program.py, test_found_cycles.py, test_found_untraced.py,
+# test_overhead.py, test_collect_output.py, test_settings.py and tests/cli/test_collect_shards.py.
+# No GPU script or GPU test sets it.
+BACKEND_ENV = "PERFDIFF_COLLECT_BACKEND"
 
 
 def collect_program(

@@ -15,27 +15,9 @@ GPU supports) stay with the settings object that knows them.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
+from perfdiff.collect.settings import COLLECT_LIMITS
 from perfdiff.errors import UsageError
-
-
-@dataclass(frozen=True)
-class Limit:
-    """An option's range (inclusive unless ``low_open``) and whether it is a whole number."""
-
-    low: float
-    high: float
-    unit: str = ""
-    whole: bool = False
-    low_open: bool = False
-
-    def describe(self) -> str:
-        low = f"above {self.low:g}" if self.low_open else f"from {self.low:g}"
-        kind = "a whole number" if self.whole else "a number"
-        return f"{kind} {low} to {self.high:g}{' ' + self.unit if self.unit else ''}"
-
+from perfdiff.ranges import Limit
 
 _PCT = Limit(0.0, 1000.0, "%")
 _ALPHA = Limit(0.0, 1.0)
@@ -56,15 +38,7 @@ OPTION_LIMITS: dict[str, dict[str, Limit]] = {
     "kernels": {"--top": Limit(1, 10**9, whole=True), "--run": _INDEX, "--cycle": _INDEX},
     "ranks": {"--alpha": _ALPHA, "--threshold": _PCT, "--gpu-cv-pct": _PCT,
               "--top": Limit(1, 10**9, whole=True)},
-    "collect": {"--cycles": Limit(0, 10**8, whole=True), "--warmup": Limit(0, 10**8, whole=True),
-                "--sample-interval-ns": Limit(1, 10**12, "ns", whole=True),
-                "--nvml-interval-ms": Limit(0.0, 1e6, "ms", low_open=True),
-                "--contend": Limit(0.0, 1.0),
-                "--contend-period-ms": Limit(0.0, 1e6, "ms", low_open=True),
-                "--device": Limit(0, 4096, whole=True),
-                "--cycle-ms": Limit(0.0, 1e7, "ms", low_open=True),
-                "--runs": Limit(1, 10**4, whole=True),
-                "--untraced-every": Limit(0, 10**9, whole=True)},
+    "collect": dict(COLLECT_LIMITS),  # also what the settings objects check
 }
 for _command in ("compare", "kernels", "bench", "ranks", "merge", "import"):
     OPTION_LIMITS.setdefault(_command, {})["--max-input-gib"] = _GIB
@@ -98,9 +72,7 @@ def _check(command: str, name: str, raw: str, limit: Limit) -> None:
         value = float(raw.strip().replace("_", "x"))  # "1_0" is not a number here
     except ValueError:
         return  # not a number: the parser's own message
-    ok = math.isfinite(value) and (limit.low < value if limit.low_open else limit.low <= value) \
-        and value <= limit.high and (not limit.whole or value == math.floor(value))
-    if not ok:
+    if not limit.allows(value):
         shown = raw if raw.isprintable() and len(raw) <= 40 else ascii(raw[:40])
         raise UsageError(f"{command}: {name} {shown} is not a usable value; give "
                          f"{limit.describe()}")

@@ -1,4 +1,6 @@
-"""Cycle boundary marks in a user program (``perfdiff collect -- CMD``), not launch records.
+"""Cycle boundary marks instead of launch records, for both launchers: a user program
+(``perfdiff collect -- CMD``) and a built-in workload (``session.py``), which had its own copy
+of :func:`launches_from_marks`.
 
 Why: assigning kernels to cycles needs each kernel's launch time. Launch API records give it
 but double the records CUPTI writes and interleave them with the kernels, so a buffer no

@@ -8,67 +8,29 @@ reason. This module only *builds* the :class:`RunFile`; the CLI writes it atomic
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from perfdiff import __version__
 from perfdiff.collect.backends import MetricSampler, Sources
-from perfdiff.collect.boundary_marks import attach_launch_records, take_marks
-from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.demangle import demangler_available
-from perfdiff.collect.handovers import handover_warning
-from perfdiff.collect.overhead import UntracedCycles, intake_params, with_hold
-from perfdiff.collect.pm_sampling import DEFAULT_METRICS, pm_coverage_warnings
-from perfdiff.collect.records import RawTrace, StringTable, build_tables
-from perfdiff.collect.settings import (
-    DEFAULT_NVML_INTERVAL_MS,
-    DEFAULT_SAMPLE_INTERVAL_NS,
-    DEFAULT_UNTRACED_EVERY,
-    check_settings,
+from perfdiff.collect.overhead import UntracedCycles
+from perfdiff.collect.program_marks import launches_from_marks
+from perfdiff.collect.records import RawTrace
+from perfdiff.collect.run_file_builder import Recording, build_run_file
+from perfdiff.collect.sampler_life import (
+    one_line,
+    start_sampler,
+    stop_samplers,
+    stop_trace,
+    synchronize_gpu,
 )
-from perfdiff.collect.stream_overlap import drop_overlapping
+from perfdiff.collect.settings import CollectSettings
 from perfdiff.collect.workloads.base import CyclePlan, Workload
 from perfdiff.markers import RecorderMarker, set_active_recorder
-from perfdiff.schema.model import (
-    Collection,
-    Environment,
-    MetricSeries,
-    Run,
-    RunFile,
-    Status,
-)
+from perfdiff.schema.model import Environment, MetricSeries, RunFile, Status
 from perfdiff.schema.model import Workload as WorkloadInfo
-from perfdiff.schema.versions import CURRENT_VERSION
-
-
-@dataclass(frozen=True)
-class CollectSettings:
-    """What to record; defaults are the documented ones (docs/howto/collect.md)."""
-
-    metrics: tuple[str, ...] = DEFAULT_METRICS
-    sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
-    pm_sampling: bool = True
-    nvml: bool = True
-    nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
-    trace_memory: bool = True
-    # launch API records for cycle assignment; False: boundary marks (boundary_marks.py), the
-    # default since they cost ~2 % less of cycle time
-    trace_api: bool = False
-    device_index: int = 0
-    # CUPTI stream ids whose kernels are an in-process noisy neighbour's (--contend-mode
-    # stream): left out of the run file, with a warning saying how many
-    exclude_streams: tuple[int, ...] = ()
-    # one measured cycle in N runs untraced, to measure the collector's overhead (overhead.py)
-    untraced_every: int = DEFAULT_UNTRACED_EVERY
-
-    def __post_init__(self) -> None:
-        check_settings(sample_interval_ns=self.sample_interval_ns,
-                       nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
-                       device_index=self.device_index, untraced_every=self.untraced_every)
 
 
 @dataclass(frozen=True)
@@ -127,7 +89,7 @@ def run_collection(
             trace.drain()
         except Exception as exc:  # a failed drain costs the stall it avoids, not the run
             warnings.append(f"taking CUPTI's records in between cycles failed "
-                            f"({_one_line(exc)}); not tried again")
+                            f"({one_line(exc)}); not tried again")
             drained.clear()
             return
         drained[0] = time.monotonic()
@@ -141,7 +103,7 @@ def run_collection(
         # them would only fill the hardware buffer (see pm_sampling.py).
         if not warmup and not sampling_started:
             sampling_started.append(True)
-            started.extend(_start_samplers(sources.samplers, warnings))
+            started.extend(s for s in sources.samplers if start_sampler(s, warnings))
 
     sampling_started: list[bool] = []
     marker = sources.boundary_marker
@@ -167,7 +129,7 @@ def run_collection(
         error = exc
         status = Status(
             "incomplete",
-            f"workload raised {type(exc).__name__}: {_one_line(exc)} "
+            f"workload raised {type(exc).__name__}: {one_line(exc)} "
             f"(after {log.completed} cycles)",
         )
     finally:
@@ -177,7 +139,7 @@ def run_collection(
         try:
             workload.teardown()
         except Exception as exc:  # teardown trouble must not hide the run
-            warnings.append(f"workload teardown raised {type(exc).__name__}: {_one_line(exc)}")
+            warnings.append(f"workload teardown raised {type(exc).__name__}: {one_line(exc)}")
     warnings.extend(untraced.errors)
     run_file = _build_run_file(
         workload, plan, sources, environment, settings, log, stopped, warnings, status,
@@ -186,76 +148,13 @@ def run_collection(
     return CollectOutcome(run_file=run_file, interrupted=interrupted, error=error)
 
 
-def _launches_from_marks(stopped: _Stopped, stream_ids: tuple[int, ...], log: CycleLog,
-                         warnings: list[str]) -> list[int] | None:
-    """Launch records from the cycle boundary marks (boundary_marks.py), or a warning.
-
-    Returns the marks' GPU start times in issue order when every issued mark was recorded
-    (for the cycle table's mark columns and the clock check), else None.
-    """
-    mark_ids, mark_gpu_ns = take_marks(stopped.raw, stream_ids)
-    if log.mark_error is not None:
-        warnings.append(f"a cycle boundary mark failed ({log.mark_error}); kernels were "
-                        "assigned to cycles by GPU start time")
-        return None
-    problem = attach_launch_records(stopped.raw, mark_ids, log.mark_ns)
-    if problem is not None:
-        warnings.append(problem)
-        return None
-    clock = (clock_rate_warning(log.mark_wall_ns, mark_gpu_ns)
-             if len(log.mark_wall_ns) == len(mark_gpu_ns) else None)
-    if clock is not None:
-        warnings.append(clock)
-    return mark_gpu_ns
-
-
-def _drop_neighbour_kernels(stopped: _Stopped, streams: tuple[int, ...],
-                            warnings: list[str]) -> None:
-    """Leave out the in-process neighbour's kernels (``--contend-mode stream``), and say so."""
-    dropped = stopped.raw.drop_streams(set(streams), memset=False)
-    ids = ", ".join(str(s) for s in streams)
-    warnings.append(f"{dropped} kernels of the --contend neighbour (CUPTI stream {ids}) were "
-                    "left out of the run file")
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text[:300] if text else "(no message)"
-
-
-def _start_samplers(samplers: list[MetricSampler], warnings: list[str]) -> list[MetricSampler]:
-    started = []
-    for sampler in samplers:
-        try:
-            sampler.start()
-        except Exception as exc:
-            warnings.append(f"{sampler.name} could not start ({_one_line(exc)}); not sampled")
-            continue
-        started.append(sampler)
-    return started
-
-
 def _stop_all(sources: Sources, started: list[MetricSampler], tracing: bool) -> _Stopped:
     """Wait for the GPU, stop samplers then tracing; every failure becomes a warning."""
     out = _Stopped()
-    sync = sources.synchronize
-    if sync is not None:
-        try:
-            sync()
-        except Exception as exc:
-            out.warnings.append(f"GPU synchronize failed at stop ({_one_line(exc)})")
-    for sampler in started:
-        try:
-            out.metrics.extend(sampler.stop())
-        except Exception as exc:
-            out.warnings.append(f"{sampler.name} failed at stop ({_one_line(exc)}); no samples")
-        out.warnings.extend(getattr(sampler, "warnings", []))
+    synchronize_gpu(sources.synchronize, out.warnings)
+    out.metrics = stop_samplers(started, out.warnings)
     if tracing:
-        try:
-            out.raw = sources.trace.stop()
-        except Exception as exc:
-            out.warnings.append(f"trace failed at stop ({_one_line(exc)}); kernels lost")
-        out.warnings.extend(getattr(sources.trace, "warnings", []))
+        out.raw = stop_trace(sources.trace, out.warnings)
     return out
 
 
@@ -275,69 +174,18 @@ def _build_run_file(
     log.close_open()
     mark_gpu_ns = None
     if sources.boundary_marker is not None:
-        mark_gpu_ns = _launches_from_marks(stopped, sources.boundary_marker.stream_ids, log,
-                                           warnings)
-    cycles = log.table(mark_gpu_ns)
-    if untraced is not None:
-        cycles = untraced.apply(cycles)
-    cycles = with_hold(cycles, stopped.raw.handovers)
-    if settings.exclude_streams:
-        _drop_neighbour_kernels(stopped, settings.exclude_streams, warnings)
-    strings = StringTable()
-    tables = build_tables(stopped.raw, cycles, strings)
-    tables, cycles, overlap = drop_overlapping(tables, cycles)
-    if overlap is not None:
-        warnings.append(overlap)
-    if tables.kernels_without_launch_record:
-        warnings.append(
-            f"{tables.kernels_without_launch_record} kernels had no launch API record; "
-            "they were assigned to cycles by GPU start time"
-        )
-    if stopped.raw.dropped_records:
-        warnings.append(f"CUPTI dropped {stopped.raw.dropped_records} activity records")
-    if strings.names and not demangler_available():
-        warnings.append("no C++ demangler (libstdc++) found; kernel names kept mangled")
-    warnings.extend(pm_coverage_warnings(stopped.metrics, cycles))
-    handover = handover_warning(stopped.raw.handovers, cycles)
-    if handover is not None:
-        warnings.append(handover)
-    run = Run(
-        index=0,
-        pid=os.getpid(),
-        rank=None,
-        exit_code=None,
-        cycles=cycles,
-        kernels=tables.kernels,
-        memcpy=tables.memcpy,
-        memset=tables.memset,
-        metrics=tuple(stopped.metrics),
-        dropped_records=stopped.raw.dropped_records,
-    )
+        mark_gpu_ns = launches_from_marks(stopped.raw, sources.boundary_marker.stream_ids, log,
+                                          warnings)
     params = {**workload.params.to_json(), "cycles": plan.measured, "warmup": plan.warmup,
-              **extra_params, **(untraced.params() if untraced is not None else {}),
-              **intake_params(stopped.raw)}
-    sampled = {m.source for m in stopped.metrics}
-    source_names = tuple(
-        name for name in sources.source_names()
-        if name == sources.trace.name or name in sampled
-    )
-    pm_metrics = tuple(m.name for m in stopped.metrics if m.source == "pm_sampling")
-    return RunFile(
-        schema_version=CURRENT_VERSION,
-        tool_version=__version__,
-        status=status,
-        environment=environment,
-        collection=Collection(
-            metrics=pm_metrics,
-            sample_interval_ns=settings.sample_interval_ns,
-            sources=source_names,
-            warnings=tuple(dict.fromkeys(warnings)),
-        ),
-        workload=WorkloadInfo(name=workload.name, params=params),
-        strings=tuple(strings.names),
-        runs=(run,),
-        created_unix_s=round(time.time(), 3),
-    )
+              **extra_params}
+    recording = Recording(raw=stopped.raw, cycles=log.table(mark_gpu_ns),
+                          metrics=stopped.metrics, trace_name=sources.trace.name,
+                          untraced=untraced)
+    return build_run_file(recording, environment=environment,
+                          workload=WorkloadInfo(name=workload.name, params=params),
+                          status=status, warnings=warnings,
+                          sample_interval_ns=settings.sample_interval_ns,
+                          exclude_streams=settings.exclude_streams)
 
 
 __all__ = ["CollectOutcome", "CollectSettings", "ProgressCallback", "run_collection"]

@@ -1,20 +1,25 @@
-"""Collection settings: one default per setting, and the one check of their values.
+"""Collection settings: one settings class per launcher over one shared base, one default per
+setting, one table of bounds, and the one check of their values.
 
 Why here: the PM sampling interval had three defaults (20 us in the collector, 5 us in the
 child's config, 20 us on the command line) and its value was checked in one CLI branch only,
-so ``perfdiff collect --sample-interval-ns -5 -- CMD`` ran the program and recorded -5. Both
-settings objects (:class:`perfdiff.collect.session.CollectSettings` for built-in workloads,
-:class:`perfdiff.collect.inject.config.InjectConfig` for user programs) take their defaults
-from here and validate themselves on construction, so a bad value is refused before anything
-runs, whichever path built it. Standard library only: the CLI reads the defaults for --help.
+so ``perfdiff collect --sample-interval-ns -5 -- CMD`` ran the program and recorded -5. Then
+the two settings classes (built-in workloads, user programs) each repeated the sampler fields
+and the bounds lived twice, here and in the CLI's option table. Now :class:`RecordSettings`
+holds what every recording samples; :class:`CollectSettings` (built-in workloads, in-process)
+and :class:`perfdiff.collect.inject.config.InjectConfig` (user programs) add only what their
+launcher needs; every object validates itself on construction against :data:`COLLECT_LIMITS`,
+the table the command line checks too, so a bad value is refused before anything runs,
+whichever path built it. Standard library only: the CLI reads the defaults for --help.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from perfdiff.errors import UsageError
+from perfdiff.ranges import Limit
 
 TENSOR_METRIC = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
 DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
@@ -29,6 +34,22 @@ DEFAULT_WARMUP = 5
 DEFAULT_UNTRACED_EVERY = 8  # one measured cycle in N left untraced (collect/overhead.py)
 BACKENDS = ("cupti", "fake")
 
+# `perfdiff collect`'s numeric options and their usable ranges, checked on the raw command
+# line (perfdiff.cli.option_limits) and by every settings object below. Generous on purpose:
+# they tell a typo or a hostile value from any setting a user could mean.
+COLLECT_LIMITS: dict[str, Limit] = {
+    "--cycles": Limit(0, 10**8, whole=True),
+    "--warmup": Limit(0, 10**8, whole=True),
+    "--sample-interval-ns": Limit(1, 10**12, "ns", whole=True),
+    "--nvml-interval-ms": Limit(0.0, 1e6, "ms", low_open=True),
+    "--contend": Limit(0.0, 1.0),
+    "--contend-period-ms": Limit(0.0, 1e6, "ms", low_open=True),
+    "--device": Limit(0, 4096, whole=True),
+    "--cycle-ms": Limit(0.0, 1e7, "ms", low_open=True),
+    "--runs": Limit(1, 10**4, whole=True),
+    "--untraced-every": Limit(0, 10**9, whole=True),
+}
+
 
 class SettingsError(UsageError, ValueError):
     """A collection setting has a value no collection can use (exit 2, one line).
@@ -37,39 +58,84 @@ class SettingsError(UsageError, ValueError):
 
 
 def _option(name: str) -> str:
-    return "--" + name.replace("_", "-")
+    return "--" + {"device_index": "device"}.get(name, name).replace("_", "-")
 
 
-def check_settings(*, sample_interval_ns: int, nvml_interval_ms: float,
-                   metrics: Iterable[str], device_index: int = 0,
-                   warmup: int = DEFAULT_WARMUP, cycle_ms: float | None = None,
-                   backend: str = "cupti", untraced_every: int = DEFAULT_UNTRACED_EVERY) -> None:
-    """Raise :class:`SettingsError` naming the first setting whose value cannot be used."""
-    if isinstance(sample_interval_ns, bool) or not isinstance(sample_interval_ns, int) or (
-            sample_interval_ns <= 0):
-        raise SettingsError(f"{_option('sample_interval_ns')} must be a positive whole number "
-                            f"of ns (default {DEFAULT_SAMPLE_INTERVAL_NS}), got "
-                            f"{sample_interval_ns!r}")
-    if not math.isfinite(nvml_interval_ms) or nvml_interval_ms <= 0:
-        raise SettingsError(f"{_option('nvml_interval_ms')} must be a positive number of ms "
-                            f"(default {DEFAULT_NVML_INTERVAL_MS:g}), got {nvml_interval_ms!r}")
-    if cycle_ms is not None and (not math.isfinite(cycle_ms) or cycle_ms <= 0):
-        raise SettingsError(f"--cycle-ms must be positive, got {cycle_ms!r}")
-    if warmup < 0:
-        raise SettingsError(f"--warmup must be 0 or more, got {warmup}")
-    if device_index < 0:
-        raise SettingsError(f"--device must be 0 or more, got {device_index}")
-    empty = [m for m in metrics if not str(m).strip()]
-    if empty:
+def _check_range(name: str, value: float, default: float | None = None) -> None:
+    option = _option(name)
+    limit = COLLECT_LIMITS[option]
+    if not limit.allows(value):
+        shown = "" if default is None else f" (default {default:g})"
+        raise SettingsError(f"{option} {value!r} is not a usable value; give "
+                            f"{limit.describe()}{shown}")
+
+
+def check_recording(*, sample_interval_ns: int, nvml_interval_ms: float,
+                    metrics: Iterable[str], untraced_every: int) -> None:
+    """Raise :class:`SettingsError` naming the first sampler setting that cannot be used."""
+    _check_range("sample_interval_ns", sample_interval_ns, DEFAULT_SAMPLE_INTERVAL_NS)
+    _check_range("nvml_interval_ms", nvml_interval_ms, DEFAULT_NVML_INTERVAL_MS)
+    if any(not str(m).strip() for m in metrics):
         raise SettingsError("--metric needs a metric name, got an empty one")
-    if untraced_every < 0 or untraced_every == 1:
-        raise SettingsError(f"--untraced-every must be 0 (off) or at least 2, got "
-                            f"{untraced_every}")
+    _check_range("untraced_every", untraced_every, DEFAULT_UNTRACED_EVERY)
+    if untraced_every == 1:
+        raise SettingsError("--untraced-every must be 0 (off) or at least 2, got 1")
+
+
+def check_program(*, warmup: int, cycle_ms: float | None, backend: str) -> None:
+    """Raise :class:`SettingsError` for a user program's own settings that cannot be used."""
+    _check_range("warmup", warmup, DEFAULT_WARMUP)
+    if cycle_ms is not None:
+        _check_range("cycle_ms", cycle_ms)
     if backend not in BACKENDS:
         raise SettingsError(f"collector backend {backend!r} is unknown (known: "
                             f"{', '.join(BACKENDS)})")
 
 
-__all__ = ["DEFAULT_CYCLES", "DEFAULT_METRICS", "DEFAULT_NVML_INTERVAL_MS",
-           "DEFAULT_SAMPLE_INTERVAL_NS", "DEFAULT_UNTRACED_EVERY", "DEFAULT_WARMUP",
-           "DRAM_METRIC", "TENSOR_METRIC", "SettingsError", "check_settings"]
+@dataclass(frozen=True, kw_only=True)
+class RecordSettings:
+    """What every recording samples, built-in workload or user program; defaults are the
+    documented ones (docs/howto/collect.md). Keyword-only, so each launcher's own settings
+    extend it without repeating a field."""
+
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
+    pm_sampling: bool = True
+    nvml: bool = True
+    nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
+    trace_memory: bool = True
+    # one measured cycle in N runs untraced, to measure the collector's overhead (overhead.py)
+    untraced_every: int = DEFAULT_UNTRACED_EVERY
+
+    def __post_init__(self) -> None:
+        check_recording(sample_interval_ns=self.sample_interval_ns,
+                        nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
+                        untraced_every=self.untraced_every)
+
+    @property
+    def pm_wanted(self) -> bool:
+        """Whether PM sampling is asked for (on, with at least one metric)."""
+        return bool(self.pm_sampling and self.metrics)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectSettings(RecordSettings):
+    """A built-in workload's recording, in this process."""
+
+    # launch API records for cycle assignment; False: boundary marks (boundary_marks.py), the
+    # default since they cost ~2 % less of cycle time
+    trace_api: bool = False
+    device_index: int = 0
+    # CUPTI stream ids whose kernels are an in-process noisy neighbour's (--contend-mode
+    # stream): left out of the run file, with a warning saying how many
+    exclude_streams: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_range("device_index", self.device_index)
+
+
+__all__ = ["BACKENDS", "COLLECT_LIMITS", "DEFAULT_CYCLES", "DEFAULT_METRICS",
+           "DEFAULT_NVML_INTERVAL_MS", "DEFAULT_SAMPLE_INTERVAL_NS", "DEFAULT_UNTRACED_EVERY",
+           "DEFAULT_WARMUP", "DRAM_METRIC", "TENSOR_METRIC", "CollectSettings", "RecordSettings",
+           "SettingsError", "check_program", "check_recording"]

@@ -15,9 +15,8 @@ from perfdiff.collect.backends import MetricSampler, Sources
 from perfdiff.collect.cupti_activity import INSTALL_HINT, CuptiActivityBackend
 from perfdiff.collect.environment import gather_environment
 from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
-from perfdiff.collect.nvml_process import NvmlDefaultSampler
-from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
-from perfdiff.collect.session import CollectSettings
+from perfdiff.collect.sampler_life import open_nvml_sampler, open_pm_sampler
+from perfdiff.collect.settings import CollectSettings
 from perfdiff.errors import CollectorUnavailableError
 from perfdiff.schema.model import Environment
 
@@ -70,15 +69,9 @@ def open_sources(settings: CollectSettings) -> OpenedSources:
     trace = CuptiActivityBackend(trace_memory=settings.trace_memory,
                                  trace_api=settings.trace_api or marker is None)
     samplers: list[MetricSampler] = []
-    if settings.pm_sampling and settings.metrics:
-        try:
-            pm = PmSampler(settings.metrics, settings.sample_interval_ns, device_index,
-                           trace.clock_ns)
-            samplers.append(pm)
-            warnings.extend(pm.warnings)
-            pm.warnings.clear()
-        except PmSamplingUnavailable as exc:
-            warnings.append(str(exc))
+    pm = open_pm_sampler(settings, device_index, trace.clock_ns, warnings)
+    if pm is not None:
+        samplers.append(pm)
     nvml: Any = None
     try:
         nvml = load_nvml()
@@ -86,14 +79,11 @@ def open_sources(settings: CollectSettings) -> OpenedSources:
         if settings.nvml:
             warnings.append(str(exc))
     environment = gather_environment(torch, device_index, nvml)
-    if settings.nvml and nvml is not None:
+    if nvml is not None:
         uuid = environment.devices[0].uuid if environment.devices else None
-        try:
-            samplers.append(NvmlDefaultSampler(device_index, trace.clock_ns,
-                                               settings.nvml_interval_ms / 1000.0, nvml=nvml,
-                                               uuid=uuid))
-        except NvmlUnavailable as exc:
-            warnings.append(str(exc))
+        poller = open_nvml_sampler(settings, device_index, trace.clock_ns, nvml, uuid, warnings)
+        if poller is not None:
+            samplers.append(poller)
     sources = Sources(trace=trace, samplers=samplers, warnings=warnings,
                       synchronize=torch.cuda.synchronize, boundary_marker=marker)
     return OpenedSources(sources=sources, environment=environment, device=f"cuda:{device_index}")

@@ -30,25 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-import numpy as np
-
-from perfdiff import __version__
 from perfdiff.collect.inject.child import program_name, program_params
 from perfdiff.collect.inject.config import SHARD_GLOB, InjectConfig, child_environment
 from perfdiff.collect.merge import merge_run_files
+from perfdiff.collect.run_file_builder import RunIdentity, build_run_file, empty_recording
 from perfdiff.errors import InputError, UsageError
-from perfdiff.schema.io import empty_transfer_table, load_run_file
-from perfdiff.schema.model import (
-    Collection,
-    CycleTable,
-    Environment,
-    KernelTable,
-    Run,
-    RunFile,
-    Status,
-    Workload,
-)
-from perfdiff.schema.versions import CURRENT_VERSION
+from perfdiff.schema.io import load_run_file
+from perfdiff.schema.model import Environment, RunFile, Status, Workload
 
 
 class ProgramNotFoundError(UsageError):
@@ -181,27 +169,16 @@ def _with_exit_code(shard: RunFile, pid: int, code: int) -> RunFile:
 
 def _empty_run_file(index: int, pid: int, code: int, config: InjectConfig, why: str) -> RunFile:
     """A valid run with no records: what is known when a process left no shard."""
-    empty = np.zeros(0, dtype=np.int64)
-    kernels = KernelTable(*(empty,) * 13)
-    run = Run(
-        index=index, pid=pid, rank=None, exit_code=code,
-        cycles=CycleTable(index=empty, start_ns=empty, end_ns=empty, label=(),
-                          warmup=np.zeros(0, dtype=np.bool_)),
-        kernels=kernels, memcpy=empty_transfer_table(), memset=empty_transfer_table(),
-        metrics=(),
-    )
-    return RunFile(
-        schema_version=CURRENT_VERSION, tool_version=__version__,
-        status=Status("incomplete", why),
+    return build_run_file(
+        empty_recording(),
         environment=Environment(host=socket.gethostname(), driver_version=None,
                                 cuda_version=None, cupti_version=None, torch_version=None,
                                 python_version=platform.python_version(), devices=()),
-        collection=Collection(metrics=(), sample_interval_ns=config.sample_interval_ns,
-                              sources=(), warnings=(f"run {index}: {why}",)),
         workload=Workload(name=program_name(config.command), params=program_params(config),
                           command=config.command),
-        strings=(), runs=(run,),
-    )
+        status=Status("incomplete", why), warnings=[f"run {index}: {why}"],
+        sample_interval_ns=config.sample_interval_ns,
+        identity=RunIdentity(index=index, exit_code=code, pid=pid))
 
 
 def _with_outcome(merged: RunFile, codes: list[int], runs: int) -> RunFile:

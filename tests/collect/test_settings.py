@@ -97,3 +97,33 @@ def test_negative_interval_is_refused_before_the_program_starts(tmp_path: Path,
                                    "usable value; give a whole number from 1 to 1e+12 ns")
     assert not (tmp_path / "ran").exists()
     assert not list(tmp_path.glob("*.json*"))
+
+
+def test_both_launchers_share_one_settings_base_and_one_table_of_bounds() -> None:
+    """Issue 28 item 5: the sampler settings and their bounds were written twice (the two
+    settings classes; CollectSettings/InjectConfig checks and the CLI's option table), and a
+    settings object built in code took values the command line refuses (--device 5000)."""
+    from dataclasses import fields
+
+    from perfdiff.cli.option_limits import OPTION_LIMITS
+    from perfdiff.collect.settings import COLLECT_LIMITS, RecordSettings
+
+    assert OPTION_LIMITS["collect"] == COLLECT_LIMITS
+    shared = {f.name for f in fields(RecordSettings)}
+    assert shared <= {f.name for f in fields(CollectSettings)}
+    assert shared <= {f.name for f in fields(InjectConfig)}
+    for absurd in ({"device_index": 5000}, {"sample_interval_ns": 10**13},
+                   {"nvml_interval_ms": 1e7}, {"untraced_every": 1}):
+        with pytest.raises(SettingsError):
+            CollectSettings(**absurd)  # type: ignore[arg-type]
+    for absurd in ({"sample_interval_ns": 10**13}, {"cycle_ms": 1e8}, {"warmup": 10**9},
+                   {"untraced_every": -2}):
+        with pytest.raises(SettingsError):
+            InjectConfig(shard_dir="", **absurd)  # type: ignore[arg-type]
+
+
+def test_the_child_gets_the_sampler_settings_it_was_given() -> None:
+    config = InjectConfig(shard_dir="d", metrics=("a",), sample_interval_ns=40_000,
+                          pm_sampling=False, nvml=False, nvml_interval_ms=5.0,
+                          trace_memory=False, untraced_every=0, warmup=1, cycle_ms=2.0)
+    assert InjectConfig.from_env(config.to_env()) == config

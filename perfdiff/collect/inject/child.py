@@ -35,32 +35,28 @@ import signal
 import socket
 import sys
 import threading
-import time
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
-from perfdiff import __version__
 from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
-from perfdiff.collect.overhead import UntracedCycles, intake_params, with_hold
+from perfdiff.collect.overhead import UntracedCycles
 from perfdiff.collect.program_marks import attach_marker, launches_from_marks
-from perfdiff.collect.records import RawTrace, StringTable, build_tables
-from perfdiff.collect.stream_overlap import drop_overlapping
-from perfdiff.markers import set_active_recorder
-from perfdiff.schema.model import (
-    Collection,
-    CycleTable,
-    Environment,
-    MetricSeries,
-    Run,
-    RunFile,
-    Status,
-    Workload,
+from perfdiff.collect.records import RawTrace
+from perfdiff.collect.run_file_builder import Recording, RunIdentity, build_run_file
+from perfdiff.collect.sampler_life import (
+    one_line,
+    open_nvml_sampler,
+    open_pm_sampler,
+    start_sampler,
+    stop_samplers,
+    stop_trace,
+    synchronize_gpu,
 )
-from perfdiff.schema.versions import CURRENT_VERSION
+from perfdiff.markers import set_active_recorder
+from perfdiff.schema.model import CycleTable, Environment, MetricSeries, RunFile, Status, Workload
 
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 
@@ -198,9 +194,8 @@ class ChildCollector:
             self.failure = f"interrupted (Ctrl-C) after {self.log.completed} cycles"
             self.exit_code = 130
         else:
-            text = " ".join(str(exc).split())[:300] or "(no message)"
-            self.failure = f"program raised {kind.__name__}: {text} (after {self.log.completed} " \
-                           "cycles)"
+            self.failure = (f"program raised {kind.__name__}: {one_line(exc)} (after "
+                            f"{self.log.completed} cycles)")
             self.exit_code = 1
         self._previous_excepthook(kind, exc, tb)
 
@@ -245,37 +240,25 @@ class ChildCollector:
         if cfg.nvml:
             from perfdiff.collect.environment import torch_device_info
             from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
-            from perfdiff.collect.nvml_process import NvmlDefaultSampler
 
             try:
                 nvml = load_nvml()
-                uuid = torch_device_info(torch, device, nvml).uuid or None
-                self._start_one(NvmlDefaultSampler(device, self.trace.clock_ns,
-                                                   cfg.nvml_interval_ms / 1000.0, nvml=nvml,
-                                                   uuid=uuid))
             except NvmlUnavailable as exc:
                 self.warnings.append(str(exc))
+                return
+            uuid = torch_device_info(torch, device, nvml).uuid
+            poller = open_nvml_sampler(cfg, device, self.trace.clock_ns, nvml, uuid,
+                                       self.warnings)
+            if poller is not None:
+                self._start_one(poller)
 
     def _try_start_pm(self) -> None:
-        cfg = self.config
-        if not (cfg.pm_sampling and cfg.metrics):
-            return
-        from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
-
-        try:
-            pm = PmSampler(cfg.metrics, cfg.sample_interval_ns, self._device,
-                           self.trace.clock_ns)
-            self.warnings.extend(pm.warnings)
-            pm.warnings.clear()
+        pm = open_pm_sampler(self.config, self._device, self.trace.clock_ns, self.warnings)
+        if pm is not None:
             self._start_one(pm)
-        except PmSamplingUnavailable as exc:
-            self.warnings.append(str(exc))
 
     def _start_one(self, sampler: MetricSampler) -> None:
-        try:
-            sampler.start()
-        except Exception as exc:
-            self.warnings.append(f"{sampler.name} could not start ({exc}); not sampled")
+        if not start_sampler(sampler, self.warnings):
             return
         self.samplers.append(sampler)
         # Should the threading hook be missing: an atexit handler registered now runs before
@@ -295,26 +278,8 @@ class ChildCollector:
         self._say_why_not_sampled()
         if not self.samplers:
             return
-        torch = sys.modules.get("torch")
-        if torch is not None and self._cuda_initialized(torch):
-            try:
-                torch.cuda.synchronize()
-            except Exception as exc:
-                self.warnings.append(f"GPU synchronize failed at exit ({exc})")
-        for sampler in self.samplers:
-            try:
-                self.metrics.extend(sampler.stop())
-            except Exception as exc:
-                state = ""
-                describe = getattr(sampler, "describe", None)
-                if callable(describe):
-                    try:
-                        state = f" [{describe()}]"
-                    except Exception:  # a description must never hide the failure
-                        state = ""
-                self.warnings.append(f"{sampler.name} failed at stop ({type(exc).__name__}: "
-                                     f"{exc}){state}; its values are dropped")
-            self.warnings.extend(getattr(sampler, "warnings", []))
+        synchronize_gpu(_cuda_synchronize(), self.warnings)
+        self.metrics.extend(stop_samplers(self.samplers, self.warnings))
 
     def _say_why_not_sampled(self) -> None:
         """One line when PM sampling or NVML was asked for but never started. Why: a Triton
@@ -323,7 +288,7 @@ class ChildCollector:
         cfg = self.config
         if cfg.backend != "cupti":
             return
-        wanted = [name for name, on in (("PM sampling", cfg.pm_sampling and cfg.metrics),
+        wanted = [name for name, on in (("PM sampling", cfg.pm_wanted),
                                         ("NVML", cfg.nvml)) if on]
         if not self._samplers_tried and wanted:
             self.warnings.append(
@@ -331,8 +296,7 @@ class ChildCollector:
                 "CUDA in the program, and this program never did (CUDA used without torch, "
                 "e.g. through Triton, CuPy or a C extension); import torch and touch CUDA "
                 "(torch.cuda.init()) before the first cycle to have them; kernels are traced")
-        elif (self._samplers_tried and not self._pm_tried and cfg.pm_sampling
-              and cfg.metrics):
+        elif self._samplers_tried and not self._pm_tried and cfg.pm_wanted:
             self.warnings.append(
                 "PM sampling did not run: it starts at the first measured cycle and the "
                 "program ended before one (raise the number of steps or lower --warmup)")
@@ -358,24 +322,24 @@ class ChildCollector:
     def _stop_and_build(self) -> RunFile:
         torch = sys.modules.get("torch")
         cuda_ready = torch is not None and self._cuda_initialized(torch)
-        if cuda_ready:
-            try:
-                torch.cuda.synchronize()  # type: ignore[union-attr]
-            except Exception as exc:
-                self.warnings.append(f"GPU synchronize failed at exit ({exc})")
+        synchronize_gpu(_cuda_synchronize(), self.warnings)
         self.stop_samplers()
-        metrics = self.metrics
-        raw = RawTrace()
-        try:
-            raw = self.trace.stop()
-        except Exception as exc:
-            self.warnings.append(f"trace failed at stop ({exc}); kernels lost")
-        self.warnings.extend(getattr(self.trace, "warnings", []))
+        raw = stop_trace(self.trace, self.warnings)
         cycles = self._cycles(raw, launches_from_marks(raw, self.marks, self.log, self.warnings))
-        cycles = with_hold(self.applied_untraced.apply(cycles), raw.handovers)
         for untraced in (self.untraced, *self.found_untraced.values()):
             self.warnings.extend(untraced.errors)
-        return self._run_file(raw, cycles, metrics, torch if cuda_ready else None)
+        params = program_params(self.config, self.cycles_from)
+        recording = Recording(raw=raw, cycles=cycles, metrics=self.metrics,
+                              trace_name=self.trace.name, untraced=self.applied_untraced)
+        status = Status("incomplete", self.failure) if self.failure else Status("complete")
+        return build_run_file(
+            recording, environment=self._environment(torch if cuda_ready else None),
+            workload=Workload(name=program_name(self.config.command), params=params,
+                              command=self.config.command),
+            status=status, warnings=self.warnings,
+            sample_interval_ns=self.config.sample_interval_ns,
+            identity=RunIdentity(index=self.config.run_index, rank=self.rank,
+                                 exit_code=self.exit_code))
 
     @staticmethod
     def _cuda_initialized(torch: Any) -> bool:
@@ -437,55 +401,6 @@ class ChildCollector:
         device = int(torch.cuda.current_device()) if torch is not None else 0
         return gather_environment(torch, device, nvml)
 
-    def _run_file(
-        self, raw: RawTrace, cycles: CycleTable, metrics: list[MetricSeries], torch: Any
-    ) -> RunFile:
-        strings = StringTable()
-        tables = build_tables(raw, cycles, strings)
-        tables, cycles, overlap = drop_overlapping(tables, cycles)
-        if overlap is not None:
-            self.warnings.append(overlap)
-        if tables.kernels_without_launch_record:
-            self.warnings.append(
-                f"{tables.kernels_without_launch_record} kernels had no launch API record; "
-                "they were assigned to cycles by GPU start time"
-            )
-        if raw.dropped_records:
-            self.warnings.append(f"CUPTI dropped {raw.dropped_records} activity records")
-        handover = handover_warning(raw.handovers, cycles)
-        if handover is not None:
-            self.warnings.append(handover)
-        from perfdiff.collect.pm_sampling import pm_coverage_warnings
-
-        self.warnings.extend(pm_coverage_warnings(list(metrics), cycles))
-        run = Run(
-            index=self.config.run_index, pid=os.getpid(), rank=self.rank,
-            exit_code=self.exit_code, cycles=cycles, kernels=tables.kernels,
-            memcpy=tables.memcpy, memset=tables.memset, metrics=tuple(metrics),
-            dropped_records=raw.dropped_records,
-        )
-        status = Status("incomplete", self.failure) if self.failure else Status("complete")
-        sources = [self.trace.name, *sorted({m.source for m in metrics})]
-        return RunFile(
-            schema_version=CURRENT_VERSION,
-            tool_version=__version__,
-            status=status,
-            environment=self._environment(torch),
-            collection=Collection(
-                metrics=tuple(dict.fromkeys(m.name for m in metrics if m.source == "pm_sampling")),
-                sample_interval_ns=self.config.sample_interval_ns,
-                sources=tuple(sources),
-                warnings=tuple(dict.fromkeys(self.warnings)),
-            ),
-            workload=Workload(name=program_name(self.config.command),
-                              params={**program_params(self.config, self.cycles_from),
-                                      **self.applied_untraced.params(), **intake_params(raw)},
-                              command=self.config.command),
-            strings=tuple(strings.names),
-            runs=(run,),
-            created_unix_s=round(time.time(), 3),
-        )
-
 
 def _between_cycles(trace: TraceBackend) -> Any:
     """``CycleLog.on_cycle_end`` for ``trace``: its ``between_cycles``, if it has one."""
@@ -496,6 +411,15 @@ def _between_cycles(trace: TraceBackend) -> Any:
     def on_cycle_end(done: int) -> None:
         between()
     return on_cycle_end
+
+
+def _cuda_synchronize() -> Any:
+    """``torch.cuda.synchronize`` where the program has initialised CUDA with torch, else None
+    (synchronizing would initialise CUDA ourselves, at exit)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not ChildCollector._cuda_initialized(torch):
+        return None
+    return lambda: torch.cuda.synchronize()  # looked up when called: a failure is a warning
 
 
 def _register_before_atexit(func: Any) -> None:
@@ -563,7 +487,7 @@ def open_trace(config: InjectConfig) -> TraceBackend:
     # CUPTI starts when the program initialises CUDA: started earlier, it refuses PM sampling
     return DeferredTrace(lambda: CuptiActivityBackend(trace_memory=config.trace_memory,
                                                       trace_api=api),
-                         pm_requested=bool(config.pm_sampling and config.metrics))
+                         pm_requested=config.pm_wanted)
 
 
 _collector: ChildCollector | None = None

@@ -11,14 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from perfdiff.collect.settings import (
-    DEFAULT_METRICS,
-    DEFAULT_NVML_INTERVAL_MS,
-    DEFAULT_SAMPLE_INTERVAL_NS,
-    DEFAULT_UNTRACED_EVERY,
-    DEFAULT_WARMUP,
-    check_settings,
-)
+from perfdiff.collect.settings import DEFAULT_WARMUP, RecordSettings, check_program
 
 CONFIG_ENV = "PERFDIFF_INJECT_CONFIG"
 OWNER_ENV = "PERFDIFF_INJECT_OWNER"  # set by the process that records, so its children do not
@@ -27,8 +20,10 @@ SHARD_GLOB = "run*-rank*-pid*.json.gz"
 
 
 @dataclass(frozen=True)
-class InjectConfig:
-    """What the child records and where it writes its shard."""
+class InjectConfig(RecordSettings):
+    """What the child records and where it writes its shard: the shared sampler settings
+    (:class:`RecordSettings`, the same as a built-in workload's) plus how a program's cycles
+    are cut and where its shard goes."""
 
     shard_dir: str
     run_index: int = 0
@@ -36,21 +31,12 @@ class InjectConfig:
     cycle_ms: float | None = None  # fixed windows instead of marked cycles
     cycle_function: str | None = None  # MODULE:QUALNAME whose outermost calls are cycles
     warmup: int = DEFAULT_WARMUP  # the first N cycles are flagged warm-up
-    metrics: tuple[str, ...] = DEFAULT_METRICS
-    sample_interval_ns: int = DEFAULT_SAMPLE_INTERVAL_NS
-    pm_sampling: bool = True
-    nvml: bool = True
-    nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
-    trace_memory: bool = True
     backend: str = "cupti"  # "cupti", or "fake" (CPU tests: see fake_backend)
-    untraced_every: int = DEFAULT_UNTRACED_EVERY  # one measured cycle in N untraced; 0: none
     command: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        check_settings(sample_interval_ns=self.sample_interval_ns,
-                       nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
-                       warmup=self.warmup, cycle_ms=self.cycle_ms, backend=self.backend,
-                       untraced_every=self.untraced_every)
+        super().__post_init__()
+        check_program(warmup=self.warmup, cycle_ms=self.cycle_ms, backend=self.backend)
 
     def to_env(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
