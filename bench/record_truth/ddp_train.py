@@ -12,7 +12,7 @@ Every rank times its own steps (steptimer.py, an optimizer post-step hook); rank
 of rank 0), every rank prints ``RANKTIMER {json}`` with its rank.
 
 Usage: python3 -m torch.distributed.run --nproc-per-node 2 bench/record_truth/ddp_train.py
-           [--precision bf16|fp32] [--steps 40] [--batch 64] [--slow-rank 1 --slow-matmuls 100]
+           [--precision bf16|fp32] [--steps 40] [--batch 64] [--slow-rank 1 --slow-matmuls 250]
 """
 
 from __future__ import annotations

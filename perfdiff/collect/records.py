@@ -8,7 +8,7 @@ demangling, cycle assignment, building the run tables) is vectorised and CPU-tes
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -129,18 +129,49 @@ class Tables:
     memcpy: TransferTable
     memset: TransferTable
     kernels_without_launch_record: int
+    # records CUPTI handed over without a whole interval (end < start: end 0), per table
+    unfinished: dict[str, int] = field(default_factory=dict)
 
 
 def build_tables(raw: RawTrace, cycles: CycleTable, strings: StringTable) -> Tables:
-    """Sort by GPU start, intern names, assign each record to its launch cycle."""
+    """Sort by GPU start, intern names, assign each record to its launch cycle.
+
+    Records that end before they start are left out and counted (``Tables.unfinished``):
+    CUPTI delivers an activity still in flight at a forced flush with end 0 (seen on every
+    rank of a two-GPU torchrun DDP job, memcpys, H200 2026-11-28), and a run file must not
+    hold them (``schema.sense`` refuses it, so one such row lost the whole rank).
+    """
     cols = raw.as_columns()
     api_ids = cols.api["correlation_id"].astype(np.int64)
     api_starts = cols.api["start"].astype(np.int64)
-    kernels, missing = _kernel_table(cols, cycles, strings, api_ids, api_starts)
-    memcpy = _transfer_table(cols.memcpy, cycles, api_ids, api_starts)
-    memset = _transfer_table(cols.memset, cycles, api_ids, api_starts)
+    unfinished: dict[str, int] = {}
+    kept = {name: _finished(getattr(cols, name), name, unfinished)
+            for name in ("kernels", "memcpy", "memset")}
+    kernels, missing = _kernel_table(replace(cols, kernels=kept["kernels"]), cycles, strings,
+                                     api_ids, api_starts)
+    memcpy = _transfer_table(kept["memcpy"], cycles, api_ids, api_starts)
+    memset = _transfer_table(kept["memset"], cycles, api_ids, api_starts)
     return Tables(kernels=kernels, memcpy=memcpy, memset=memset,
-                  kernels_without_launch_record=missing)
+                  kernels_without_launch_record=missing, unfinished=unfinished)
+
+
+def _finished(records: np.ndarray[Any, np.dtype[Any]], name: str,
+              counts: dict[str, int]) -> np.ndarray[Any, np.dtype[Any]]:
+    """The records whose end is not before their start; the others counted under ``name``."""
+    ok = records["end"].astype(np.int64) >= records["start"].astype(np.int64)
+    if bool(ok.all()):
+        return records
+    counts[name] = int(ok.size - ok.sum())
+    return records[ok]
+
+
+def unfinished_warning(unfinished: dict[str, int]) -> str | None:
+    """One line for the records left out because CUPTI gave them no end, or None."""
+    if not unfinished:
+        return None
+    what = ", ".join(f"{n} {kind}" for kind, n in sorted(unfinished.items()))
+    return (f"{what} record(s) had no end time (still in flight when CUPTI flushed, end 0); "
+            "they were left out of the run file")
 
 
 def _i64(values: np.ndarray[Any, np.dtype[Any]]) -> np.ndarray[tuple[int], np.dtype[np.int64]]:
@@ -213,4 +244,5 @@ __all__ = [
     "Tables",
     "TransferRecord",
     "build_tables",
+    "unfinished_warning",
 ]

@@ -23,7 +23,7 @@ from perfdiff.collect.demangle import demangler_available
 from perfdiff.collect.handovers import handover_warning
 from perfdiff.collect.overhead import UntracedCycles, intake_params, with_hold
 from perfdiff.collect.pm_sampling import pm_coverage_warnings
-from perfdiff.collect.records import RawTrace, StringTable, build_tables
+from perfdiff.collect.records import RawTrace, StringTable, build_tables, unfinished_warning
 from perfdiff.collect.stream_overlap import drop_overlapping
 from perfdiff.schema.model import (
     Collection,
@@ -89,6 +89,9 @@ def build_run_file(
     if overlap is not None:
         warnings.append(overlap)
     warnings.extend(_record_warnings(raw, strings, tables.kernels_without_launch_record))
+    unfinished = unfinished_warning(tables.unfinished)
+    if unfinished is not None:
+        warnings.append(unfinished)
     metrics = tuple(recording.metrics)
     warnings.extend(pm_coverage_warnings(list(metrics), cycles))
     handover = handover_warning(raw.handovers, cycles)

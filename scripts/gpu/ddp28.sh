@@ -4,7 +4,7 @@
 # alternated (bf16 and fp32), and `perfdiff collect --shards` of the normal job and of a job
 # whose rank 1 is slowed on purpose.
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/ddp28.sh STEP...
-#   steps: install shards rounds check pack   (ROUNDS=3, DDP_STEPS=40, SLOW=100)
+#   steps: install shards rounds check gputest pack   (ROUNDS=3, DDP_STEPS=40, SLOW=250)
 # Files land in $OUT/w/ and are packed into $OUT/*.tar (the device tool brings back 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,7 +30,7 @@ args() {  # args NAME -> the program's arguments
   case $1 in
     bf16) echo "--precision bf16 --steps ${DDP_STEPS:-40}" ;;
     fp32) echo "--precision fp32 --steps ${DDP_STEPS:-40}" ;;
-    slow) echo "--precision bf16 --steps ${DDP_STEPS:-40} --slow-rank 1 --slow-matmuls ${SLOW:-100}" ;;
+    slow) echo "--precision bf16 --steps ${DDP_STEPS:-40} --slow-rank 1 --slow-matmuls ${SLOW:-250}" ;;
   esac
 }
 bare() {  # bare NAME LOGFILE
@@ -73,6 +73,11 @@ step_rounds() {  # bare and recorded alternated, order flipped every round
 
 step_check() {
   run "$PY" bench/record_truth/untraced_check.py "$W/rounds" --json "$W/untraced_check.json"
+}
+
+step_gputest() {  # the GPU tests, with the merged recorder (issue 28 item 5)
+  run timeout 240 "$PY" -m pytest -q -m gpu tests/gpu/test_raw_intake_gpu.py \
+    tests/gpu/test_collect_gpu.py -p no:cacheprovider
 }
 
 step_pack() {
