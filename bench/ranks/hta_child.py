@@ -4,6 +4,9 @@ the Kineto folders ``bench/ranks/to_kineto.py`` wrote, its answer as one JSON li
 - ``breakdown DIR``: ``TraceAnalysis(trace_dir=DIR).get_temporal_breakdown()`` (per rank: idle,
   compute, non-compute time; HTA's closest view to "which rank is slow", which it leaves to the
   reader) and the rank with the most compute time;
+- ``load DIR``: ``TraceAnalysis(trace_dir=DIR)`` alone (HTA parses every rank's trace into
+  one DataFrame per rank, in a pool of processes, and holds them all in this one): the ranks
+  and events it loaded and the seconds it took;
 - ``diff CONTROL TEST [RANK]``: ``TraceDiff.compare_traces`` (its defaults: one rank, the first
   iteration), the five ops whose summed duration grew most.
 """
@@ -17,7 +20,17 @@ logging.disable(logging.WARNING)
 
 def main() -> None:
     mode = sys.argv[1]
-    if mode == "breakdown":
+    if mode == "load":
+        import time
+
+        from hta.trace_analysis import TraceAnalysis
+
+        started = time.monotonic()
+        analyzer = TraceAnalysis(trace_dir=sys.argv[2])
+        traces = analyzer.t.traces
+        print(json.dumps({"ranks": len(traces), "rows": sum(len(t) for t in traces.values()),
+                          "load_s": round(time.monotonic() - started, 1)}))
+    elif mode == "breakdown":
         from hta.trace_analysis import TraceAnalysis
 
         analyzer = TraceAnalysis(trace_dir=sys.argv[2])
