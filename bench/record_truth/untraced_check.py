@@ -36,8 +36,9 @@ def timer_of(log: str) -> dict[str, Any] | None:
         return None
     with open(log, errors="replace") as fh:
         for line in fh:
-            if line.startswith("STEPTIMER "):
-                parsed: dict[str, Any] = json.loads(line[len("STEPTIMER "):])
+            if line.startswith("STEPTIMER "):  # raw_decode: another rank's line may follow
+                parsed: dict[str, Any] = json.JSONDecoder().raw_decode(
+                    line[len("STEPTIMER "):])[0]
                 return parsed
     return None
 
