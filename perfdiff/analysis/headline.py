@@ -30,10 +30,14 @@ MIX_TOP = 2  # precision/engine classes named per family and side
 
 
 def headline(
-    tables: tuple[pd.DataFrame, pd.DataFrame], *, traced: bool
+    tables: tuple[pd.DataFrame, pd.DataFrame], *, traced: bool,
+    works: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> Headline | None:
-    """The split for the device with the most GPU work (None: no GPU work on any device)."""
-    works = [work_rows(t) for t in tables]
+    """The split for the device with the most GPU work (None: no GPU work on any device).
+
+    ``works``: the tables' ``work_rows`` when the caller shares them with the family rows."""
+    if works is None:
+        works = (work_rows(tables[0]), work_rows(tables[1]))
     group = _busiest(works)
     if group is None:
         return None
@@ -84,7 +88,7 @@ def headline(
     )
 
 
-def _busiest(works: list[pd.DataFrame]) -> tuple[int, str] | None:
+def _busiest(works: tuple[pd.DataFrame, pd.DataFrame]) -> tuple[int, str] | None:
     both = pd.concat([w[[C.PID, C.DEVICE, C.TIME_MS]] for w in works])
     if both.empty:
         return None
