@@ -61,8 +61,11 @@ def _with_metrics(rows: pd.DataFrame, table: pd.DataFrame, work: pd.DataFrame) -
         rows[C.METRIC] = ""
         rows[C.METRIC_MEAN] = float("nan")
         return rows
+    # looked up once per distinct function and spread by codes (a per-row map cost ~0.3 s)
+    fn_codes, fn_names = pd.factorize(sampled[C.FUNCTION])
+    families = family_of_fn.reindex(fn_names).to_numpy(dtype=object)
     sampled = sampled.assign(
-        family=sampled[C.FUNCTION].map(family_of_fn),
+        family=families[fn_codes],
         weighted=sampled[C.METRIC_MEAN] * sampled[C.TIME_MS],
     )
     sampled = sampled[sampled["family"].notna()]
