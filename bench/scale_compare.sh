@@ -4,7 +4,9 @@
 # from whatever else runs on the machine. Each commit's perfdiff/ is exported with `git archive`
 # into a scratch folder and put first on PYTHONPATH (the venv's packages are shared).
 # Prints one markdown table row per run (load average, wall, CPU user+sys, peak RSS) and whether
-# the two commits wrote byte-identical reports.
+# the commits wrote byte-identical reports.
+# A third side, "unchecked", runs AFTER's tree through the Python code in $UNCHECKED_CODE when
+# that is set (bench/hostile/scale_cost.sh: AFTER with checks switched off in its own wrapper).
 # Usage: bench/scale_compare.sh [BEFORE_COMMIT] [AFTER_COMMIT] [REPEAT] [OUT_DIR]
 # Defaults: 3ee081a (before the scale work of 2026-11-22 04:30 UTC), HEAD, 3, /tmp/perfdiff-scale
 set -euo pipefail
@@ -14,6 +16,9 @@ AFTER=${2:-HEAD}
 REPEAT=${3:-3}
 OUT=${4:-/tmp/perfdiff-scale}
 PY=${PY:-$PWD/.venv/bin/python}  # PY=/path/to/python to use another venv
+RUN='import sys; from perfdiff.cli.app import main; sys.argv[0] = "perfdiff"; main()'
+SIDES=(before after)
+if [ -n "${UNCHECKED_CODE:-}" ]; then SIDES+=(unchecked); fi
 mkdir -p "$OUT"
 if [ ! -f "$OUT/scale-normal.json.gz" ] || [ ! -f "$OUT/scale-abnormal.json.gz" ]; then
   "$PY" bench/scale_generate.py "$OUT"
@@ -36,11 +41,12 @@ echo
 echo "| run | code | load avg (1 min) | wall | CPU (user+sys) | peak RSS |"
 echo "|---|---|---|---|---|---|"
 for i in $(seq "$REPEAT"); do
-  for side in before after; do
+  for side in "${SIDES[@]}"; do
+    tree=$SRC/$side code=$RUN
+    if [ "$side" = unchecked ]; then tree=$SRC/after code=$UNCHECKED_CODE; fi
     load=$(cut -d' ' -f1 /proc/loadavg)
     # run from the exported tree: `python -c` puts the working folder first on sys.path
-    (cd "$SRC/$side" && PYTHONPATH="$SRC/$side" /usr/bin/time -v "${PIN[@]}" "$PY" -c \
-      'import sys; from perfdiff.cli.app import main; sys.argv[0] = "perfdiff"; main()' \
+    (cd "$tree" && PYTHONPATH="$tree" /usr/bin/time -v "${PIN[@]}" "$PY" -c "$code" \
       compare "$OUT/scale-normal.json.gz" "$OUT/scale-abnormal.json.gz" \
       -o "$OUT/report-$side.md" 2> "$OUT/time-$side.txt")
     wall=$(grep 'Elapsed (wall clock)' "$OUT/time-$side.txt" | awk '{n = split($NF, p, ":"); s = 0;
@@ -51,8 +57,14 @@ for i in $(seq "$REPEAT"); do
   done
 done
 echo
-if cmp -s "$OUT/report-before.md" "$OUT/report-after.md"; then
-  echo "reports: byte-identical"
-else
-  echo "reports: DIFFERENT (diff $OUT/report-before.md $OUT/report-after.md)"
+for side in "${SIDES[@]:1}"; do
+  if cmp -s "$OUT/report-before.md" "$OUT/report-$side.md"; then
+    echo "reports: before = $side, byte-identical"
+  else
+    echo "reports: before vs $side DIFFERENT (diff $OUT/report-before.md $OUT/report-$side.md)"
+  fi
+done
+if [ -n "${UNCHECKED_CODE:-}" ]; then
+  cmp -s "$OUT/report-after.md" "$OUT/report-unchecked.md" && echo "after = unchecked: byte-identical" \
+    || echo "after vs unchecked: DIFFERENT"
 fi

@@ -25,7 +25,7 @@ import pandas as pd
 
 from perfdiff.analysis import columns as C
 from perfdiff.analysis.collectives import collective_note
-from perfdiff.analysis.family_rows import with_family_rows
+from perfdiff.analysis.family_rows import with_family_rows, work_rows
 from perfdiff.analysis.few_cycles import described_changes, is_few
 from perfdiff.analysis.findings import (
     CHANGE,
@@ -149,10 +149,12 @@ def compare_tables(
     # rows grouped by op or module (grouping.py): the headline's families come from the kernels
     by_kernel = headline_tables is None
     split_tables = tables if headline_tables is None else _kernel_tables(headline_tables, metas)
-    split = headline(split_tables,
-                     traced=all(m.kind in TRACED_KINDS for m in metas)) if comparable else None
+    # by kernel, the headline and the family rows classify the same work rows: built once
+    works = (work_rows(tables[0]), work_rows(tables[1])) if by_kernel else None
+    split = headline(split_tables, traced=all(m.kind in TRACED_KINDS for m in metas),
+                     works=works) if comparable else None
     if by_kernel:
-        tables = with_family_rows(tables)
+        tables = with_family_rows(tables, works)
     n_runs = [int(t[C.RUN].nunique()) for t in tables]
     unit: TestUnit = "runs" if min(n_runs) >= 2 else "batch means"
     notes.append(_unit_note(unit, n_runs, opts.n_batches, opts.run_cv_pct))
