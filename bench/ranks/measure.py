@@ -76,7 +76,7 @@ def watch(argv: list[str], timeout: float = 0.0, max_bytes: int = 0,
         for process in tree:
             try:
                 rss = process.memory_info().rss
-                name = " ".join(process.cmdline()[1:4])[:60]
+                name = " ".join(process.cmdline()[1:4]).replace("\n", " ")[:60]
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
             if rss > peak.get(process.pid, ("", 0))[1]:
