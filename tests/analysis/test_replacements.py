@@ -77,7 +77,7 @@ def test_pseudo_rows_leave_every_function_row_as_it_was(monkeypatch: pytest.Monk
                                  abnormal_meta=abnormal.meta)
 
     with_pseudo = compare()
-    monkeypatch.setattr(cm, "with_family_rows", lambda tables: tables)
+    monkeypatch.setattr(cm, "with_family_rows", lambda tables, works=None: tables)
     without = compare()
 
     def key(c: Comparison) -> dict[tuple[str, str], tuple[object, ...]]:
