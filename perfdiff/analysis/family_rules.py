@@ -29,7 +29,7 @@ COMMUNICATION: Final = "communication"
 OPTIMIZER: Final = "optimizer"
 SOLVER: Final = "solver"  # dense linear algebra beyond GEMM (cuSOLVER, MAGMA, rocSOLVER)
 # a loop body launched by a portability layer or an offloading compiler (Kokkos, RAJA, OpenMP
-# target, OpenACC, SYCL, CloverLeaf's par_ranged): the name says "a loop over a range", not what
+# target, CloverLeaf's par_ranged): the name says "a loop over a range", not what
 # the body computes, so calling it elementwise would be a guess
 PARALLEL_LOOP: Final = "parallel loop"
 OTHER: Final = "other"
@@ -49,9 +49,10 @@ FAMILY_RULES: Final[tuple[tuple[str, str], ...]] = (
     # portability layers name the loop construct, then the body (a functor or lambda whose own
     # name may hold any word: "copy", "sum", "norm"), so the construct decides. A reduction
     # construct reduces whatever its body is; a for-each construct is a parallel loop.
-    (REDUCTION, r"par_reduce|ParallelReduce|parallel_reduce|ParallelScan|forall_reduce"),
-    (PARALLEL_LOOP, r"par_ranged|ParallelFor|parallel_for|forall_cuda_kernel|forall_hip_kernel|"
-                    r"__omp_offloading_|_\d+_gpu\b"),
+    # (Kokkos: Impl::ParallelFor/ParallelReduce/ParallelScan<functor>; RAJA: forall_cuda_kernel;
+    # OpenMP target: LLVM __omp_offloading_<dev>_<file>_<fn>_l<line>, NVHPC nvkernel_<fn>_F1L<line>)
+    (REDUCTION, r"par_reduce|ParallelReduce|ParallelScan"),
+    (PARALLEL_LOOP, r"par_ranged|ParallelFor|forall_cuda_kernel|__omp_offloading_|^nvkernel_"),
     # BLAS level 1 y = a*x + y (cuBLAS/hipBLAS axpy, hand-written saxpy/daxpy): a map, truly
     (ELEMENTWISE, r"\b[sdchz]?axpy|axpby"),
     # elementwise kernels whose names hold words of other families ("normal", "embedding")
