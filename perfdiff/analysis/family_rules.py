@@ -28,6 +28,10 @@ INDEXING: Final = "indexing"  # gather, scatter, embedding lookups: data-depende
 COMMUNICATION: Final = "communication"
 OPTIMIZER: Final = "optimizer"
 SOLVER: Final = "solver"  # dense linear algebra beyond GEMM (cuSOLVER, MAGMA, rocSOLVER)
+# a loop body launched by a portability layer or an offloading compiler (Kokkos, RAJA, OpenMP
+# target, CloverLeaf's par_ranged): the name says "a loop over a range", not what
+# the body computes, so calling it elementwise would be a guess
+PARALLEL_LOOP: Final = "parallel loop"
 OTHER: Final = "other"
 
 # (family, pattern), first match wins.
@@ -42,6 +46,15 @@ FAMILY_RULES: Final[tuple[tuple[str, str], ...]] = (
     (NORMALIZATION, r"^triton_(red|per)_\w*(layer_norm|rms|rsqrt|group_norm|batch_norm)"),
     (REDUCTION, r"^triton_(red|per)_"),
     (GEMM, r"^triton_tem_|^triton_.*_mm_"),
+    # portability layers name the loop construct, then the body (a functor or lambda whose own
+    # name may hold any word: "copy", "sum", "norm"), so the construct decides. A reduction
+    # construct reduces whatever its body is; a for-each construct is a parallel loop.
+    # (Kokkos: Impl::ParallelFor/ParallelReduce/ParallelScan<functor>; RAJA: forall_cuda_kernel;
+    # OpenMP target: LLVM __omp_offloading_<dev>_<file>_<fn>_l<line>, NVHPC nvkernel_<fn>_F1L<line>)
+    (REDUCTION, r"par_reduce|ParallelReduce|ParallelScan"),
+    (PARALLEL_LOOP, r"par_ranged|ParallelFor|forall_cuda_kernel|__omp_offloading_|^nvkernel_"),
+    # BLAS level 1 y = a*x + y (cuBLAS/hipBLAS axpy, hand-written saxpy/daxpy): a map, truly
+    (ELEMENTWISE, r"\b[sdchz]?axpy|axpby"),
     # elementwise kernels whose names hold words of other families ("normal", "embedding")
     (ELEMENTWISE, r"rotary|distribution_|philox|dropout|bernoulli|arange|upsample|quantiz|"
                   r"fp8rowwise|qparam|hfp8"),
