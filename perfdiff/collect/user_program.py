@@ -86,6 +86,7 @@ def run_program(
     files: list[RunFile] = []
     sources: list[str] = []
     codes: list[int] = []
+    kept: list[Path] = []  # unreadable shards: never deleted with the temporary folder
     try:
         for index in range(runs):
             shard_dir = shard_root / f"run{index}"
@@ -96,7 +97,7 @@ def run_program(
                 say(f"perfdiff: run {index + 1}/{runs}: {' '.join(command)}")
             pid, code = _run_once(argv, child_environment(dict(os.environ), config))
             codes.append(code)
-            shards = _read_shards(shard_dir, index, pid, code, config)
+            shards = _read_shards(shard_dir, index, pid, code, config, kept)
             files.extend(shards)
             sources.extend(_shard_label(index, shard) for shard in shards)
             if code != 0:
@@ -104,7 +105,8 @@ def run_program(
                     say(f"perfdiff: run {index + 1} exited with {code}; not starting the rest")
                 break
     finally:
-        shutil.rmtree(shard_root, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(shard_root, ignore_errors=True)
     merged = merge_run_files(files, sources, force=True)
     first_failure = next((c for c in codes if c != 0), 0)
     merged = _with_outcome(merged, codes, runs)
@@ -133,14 +135,19 @@ def _run_once(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
 
 
 def _read_shards(
-    shard_dir: Path, index: int, pid: int, code: int, config: InjectConfig
+    shard_dir: Path, index: int, pid: int, code: int, config: InjectConfig, kept: list[Path]
 ) -> list[RunFile]:
+    """The shards one run left; an unreadable one is kept on disk (added to ``kept``) and named,
+    because it is the only copy of what that process recorded: deleting it with the temporary
+    folder would lose the recording for good."""
     shards = []
     for path in sorted(shard_dir.glob(SHARD_GLOB)):
         try:
             shards.append(load_run_file(path))
         except InputError as exc:
-            shards.append(_empty_run_file(index, pid, code, config, f"unreadable shard: {exc}"))
+            kept.append(path)
+            why = f"unreadable shard, kept at {path} for a bug report: {exc}"
+            shards.append(_empty_run_file(index, pid, code, config, why))
     if shards:
         return [_with_exit_code(s, pid, code) for s in shards]
     why = (
