@@ -24,7 +24,7 @@ from perfdiff.collect.settings import (
     DEFAULT_UNTRACED_EVERY,
     DEFAULT_WARMUP,
 )
-from perfdiff.errors import ExitCode, WorkloadError
+from perfdiff.errors import ExitCode, UsageError, WorkloadError
 
 if TYPE_CHECKING:  # numpy behind it: imported by the collect code when it runs, not at start-up
     from perfdiff.collect.contend import ContendMode
@@ -54,6 +54,17 @@ def _parse_params(items: list[str]) -> dict[str, str]:
             raise WorkloadParamError(f"-p expects KEY=VALUE, got {item!r} (e.g. -p batch=8)")
         params[key.strip()] = value.strip()
     return params
+
+
+def _require_parquet() -> None:
+    """``--shards`` writes Parquet only after the program ran: without pyarrow that write would
+    fail with the whole recording in hand, so refuse before anything starts."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise UsageError("--shards writes Parquet and needs pyarrow, which is not installed: "
+                         "pip install 'perfdiff[dask]', or leave out --shards to write one "
+                         "run file") from None
 
 
 def _list_workloads() -> str:
@@ -223,6 +234,8 @@ def collect(
     if list_workloads:
         typer.echo(_list_workloads())
         return
+    if shards:
+        _require_parquet()
     if _is_program(workload, ctx.args):
         from perfdiff.cli.collect_program import collect_program
 

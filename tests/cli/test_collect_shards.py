@@ -4,7 +4,7 @@ the run metadata, read by ``ranks`` and ``compare`` as the same job written as o
 On CPU (the fake backend): the two workers replay the real two-GPU DDP recordings kernel by
 kernel (``fixtures/ddp-*.json.gz``: each rank's recorded kernels, durations and cycles), so the
 collector's whole path (injected child, per-rank files, merge, the shards) is fed by recorded
-data. Not yet exercised on the GPU.
+data. On the GPU: `fixtures/ddp-shards/` (tests/engine/test_ranks_ddp_gpu_shards.py).
 """
 
 from __future__ import annotations
@@ -135,3 +135,21 @@ def test_an_existing_folder_is_not_overwritten_and_the_recording_is_kept(
     saved = [p for p in env_tmp.iterdir() if p.name.endswith("taken")]
     assert len(saved) == 1 and is_sharded_run(saved[0]), proc.stderr
     assert "saved to" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_shards_without_pyarrow_refuse_before_the_program_runs(tmp_path: Path) -> None:
+    """The shards are written after the run: a missing pyarrow must stop the command before
+    the program starts, not lose the recording after it."""
+    hide_arrow = [sys.executable, "-c",
+                  "import sys; sys.modules['pyarrow'] = None; "
+                  "from perfdiff.cli.app import main; main()"]
+    out = tmp_path / "job"
+    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake"}
+    env.pop("PERFDIFF_INJECT_CONFIG", None)
+    proc = subprocess.run(
+        [*hide_arrow, "collect", "--shards", "-o", str(out), "--", sys.executable, "-c",
+         "open('ran', 'w').close()"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    assert "pyarrow" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "ran").exists() and not out.exists()
