@@ -24,7 +24,7 @@ from perfdiff.collect.settings import (
     DEFAULT_UNTRACED_EVERY,
     DEFAULT_WARMUP,
 )
-from perfdiff.errors import ExitCode, UsageError, WorkloadError
+from perfdiff.errors import ExitCode, InputError, UsageError, WorkloadError
 
 if TYPE_CHECKING:  # numpy behind it: imported by the collect code when it runs, not at start-up
     from perfdiff.collect.contend import ContendMode
@@ -59,12 +59,13 @@ def _parse_params(items: list[str]) -> dict[str, str]:
 def _require_parquet() -> None:
     """``--shards`` writes Parquet only after the program ran: without pyarrow that write would
     fail with the whole recording in hand, so refuse before anything starts."""
+    from perfdiff.schema.shards import parquet_modules
+
     try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        raise UsageError("--shards writes Parquet and needs pyarrow, which is not installed: "
-                         "pip install 'perfdiff[dask]', or leave out --shards to write one "
-                         "run file") from None
+        parquet_modules()
+    except InputError as exc:
+        raise UsageError(f"--shards: {exc}, or leave out --shards to write one run file") \
+            from None
 
 
 def _list_workloads() -> str:

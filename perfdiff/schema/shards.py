@@ -111,7 +111,10 @@ def read_manifest(folder: str | Path) -> ShardedRun:
     return ShardedRun(Path(folder), tuple(entries))
 
 
-def _parquet() -> Any:
+def parquet_modules() -> Any:
+    """``(pyarrow, pyarrow.parquet)``; InputError, one line, where pyarrow is missing (the one
+    place that says what sharded runs need: reading, writing, and ``collect --shards`` before
+    its program starts)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -126,7 +129,7 @@ def load_shard(sharded: ShardedRun, entry: ShardEntry, *, kernels: bool = True) 
     ``kernels=False`` reads the Parquet footer only: header, cycles, copies and metrics, with
     an empty kernel table (what the report's header and notes need, at no cost per launch).
     """
-    _, pq = _parquet()
+    _, pq = parquet_modules()
     path = sharded.folder / entry.file
     source = str(path)
     try:
@@ -240,7 +243,7 @@ class ShardWriter:
     def add(self, run_file: RunFile, run: Run) -> None:
         """Write ``run`` (with ``run_file``'s header, strings and environment) as the next
         shard."""
-        pa, pq = _parquet()
+        pa, pq = parquet_modules()
         name = f"run-{len(self.entries):0{self.width}d}.parquet"
         write_atomic(self.target / name, _shard_bytes(pa, pq, run_file, run),
                      inputs=self.inputs, what="a shard")
@@ -272,4 +275,5 @@ def _shard_bytes(pa: Any, pq: Any, run_file: RunFile, run: Run) -> bytes:
 
 
 __all__ = ["MANIFEST", "ShardEntry", "ShardWriter", "ShardedRun", "is_sharded_run", "join_shards",
-           "load_shard", "load_sharded_run", "read_manifest", "skeleton_run_file", "write_shards"]
+           "load_shard", "load_sharded_run", "parquet_modules", "read_manifest",
+           "skeleton_run_file", "write_shards"]
