@@ -2,6 +2,11 @@
 
 Usage: python -m bench.families.harvest ... > names.tsv
        python -m bench.families.build_table names.tsv fixtures/kernel-names/kernel-names.tsv.gz
+       python -m bench.families.build_table --append names.tsv fixtures/kernel-names/\
+           kernel-names.tsv.gz
+
+``--append`` keeps the table's other sources as they are (rows, labels and order) and puts
+the sources of names.tsv after them: how a source is added without re-fetching every trace.
 
 Per source, the names that make up 99.5 % of its kernel time (largest first) are kept, and
 one ``(rest)`` row carries the time of the others, so that the coverage test can count it as
@@ -27,15 +32,28 @@ SKIP = frozenset({
 HEADER = "source\ttime_us\tlaunches\tfamily\tprecision\tengine\tname"
 
 
-def main(src: str, dst: str) -> None:
+def main(src: str, dst: str, *, append: bool = False) -> None:
     by_source: dict[str, list[tuple[float, int, str]]] = defaultdict(list)
     with open(src) as fh:
         for line in fh:
             source, us, n, name = line.rstrip("\n").split("\t")
             if source not in SKIP:
                 by_source[source].append((float(us), int(n), name))
+    kept_rows: dict[str, list[str]] = defaultdict(list)
+    order = sorted(by_source)
+    if append:  # the table's sources in their order, the new ones after them
+        with gzip.open(dst, "rt") as old:
+            assert old.readline().rstrip("\n") == HEADER
+            for line in old:
+                source = line.split("\t", 1)[0]
+                if source not in by_source:
+                    kept_rows[source].append(line.rstrip("\n"))
+        order = list(kept_rows) + order
     lines = [HEADER]
-    for source in sorted(by_source):
+    for source in order:
+        if source in kept_rows:
+            lines.extend(kept_rows[source])
+            continue
         rows = sorted(by_source[source], key=lambda r: (-r[0], r[2]))
         total = sum(r[0] for r in rows)
         kept = 0.0
@@ -53,4 +71,7 @@ def main(src: str, dst: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "--append":
+        main(sys.argv[2], sys.argv[3], append=True)
+    else:
+        main(sys.argv[1], sys.argv[2])

@@ -6,8 +6,8 @@ perfdiff run files (fixtures/*.json.gz), Kineto traces (fixtures/kineto, /work/s
 and TraceLens' public traces (fetch github:AMD-AGI/TraceLens, then
 ``git --git-dir=/work/.mirror/AMD-AGI+TraceLens/repo archive HEAD tests/traces | tar -x -C DIR``).
 
-LatencyPrism folders (/work/shared/latencyprism/sglang/*/*_perf_data) are read through
-perfdiff's own reader.
+LatencyPrism folders (/work/shared/latencyprism/sglang/*/*_perf_data) and Nsight Systems
+exports (fixtures/nsys/*.sqlite) are read through perfdiff's own readers.
 
 Usage: python -m bench.families.harvest SOURCE_LABEL=PATH ... > names.tsv
 Each output line: source, kernel time (us, summed), launches, name.
@@ -20,6 +20,10 @@ import json
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from perfdiff.schema.model import RunFile
 
 
 def trace_kernels(path: Path) -> dict[str, list[float]]:
@@ -40,11 +44,24 @@ def trace_kernels(path: Path) -> dict[str, list[float]]:
 
 def run_file_kernels(path: Path) -> dict[str, list[float]]:
     """name -> [total us, launches] of a perfdiff run file's kernels (demangled names)."""
-    import numpy as np
-
     from perfdiff.schema.io import load_run_file
 
-    run_file = load_run_file(path)
+    return _kernels_of(load_run_file(path))
+
+
+def export_kernels(path: Path) -> dict[str, list[float]]:
+    """name -> [total us, launches] of an Nsight Systems SQLite export, read by perfdiff's own
+    reader (the names as ``perfdiff compare`` shows them)."""
+    from perfdiff.readers.dispatch import ReadOptions, open_input
+
+    run_file = open_input(path, ReadOptions()).run_file
+    assert run_file is not None, path
+    return _kernels_of(run_file)
+
+
+def _kernels_of(run_file: RunFile) -> dict[str, list[float]]:
+    import numpy as np
+
     names = [s.demangled or s.mangled for s in run_file.strings]
     out: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for run in run_file.runs:
@@ -80,6 +97,8 @@ def main(argv: list[str]) -> None:
         path = Path(path_text)
         if path.is_dir():
             table = latencyprism_kernels(path)
+        elif path.suffix == ".sqlite":
+            table = export_kernels(path)
         # perfdiff run files live directly under fixtures/ (fixtures/kineto holds traces)
         elif path.parts[0] == "fixtures" and "kineto" not in path.parts:
             table = run_file_kernels(path)

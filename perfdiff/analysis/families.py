@@ -21,6 +21,7 @@ from perfdiff.analysis.family_rules import (
     OTHER,
     PRECISION_RULES,
 )
+from perfdiff.analysis.known_kernels import FAMILY_OF_KNOWN
 
 _CASE_SENSITIVE = "(?-i)"
 TRANSFER_TYPES = frozenset({"memcpy", "memset"})
@@ -68,10 +69,13 @@ def _first(rules: tuple[tuple[str, re.Pattern[str]], ...], name: str) -> str:
 
 @lru_cache(maxsize=65536)
 def classify(name: str, func_type: str = "kernel") -> KernelClass:
-    """Family, precision and engine of a kernel (or copy/memset for a transfer)."""
+    """Family, precision and engine of a kernel (or copy/memset for a transfer).
+
+    A known kernel whose name says nothing (``known_kernels.py``: exact names with a cited
+    body) takes its family from that table; the name rules give everything else."""
     if func_type in TRANSFER_TYPES:
         return KernelClass(COPY)
-    family = _first(_FAMILIES, name) or OTHER
+    family = FAMILY_OF_KNOWN.get(name) or _first(_FAMILIES, name) or OTHER
     return KernelClass(family, _first(_PRECISIONS, name), _first(_ENGINES, name),
                        _first(_LIBRARIES, name))
 
