@@ -9,6 +9,9 @@ cycle rose by 290 % tells the reader the wrong story. On one device, a cycle is
 change of the mean cycle is the sum of the families' changes, the change of GPU idle (the
 host's part: Python, launches, synchronisation) and the change of overlap. The parts are
 exact means over the same cycles, so they add up to the cycle-time change of that device.
+With several processes (DDP ranks) the comparison's mean cycle time pools their cycles; the
+split is of the busiest process's own cycles, and the report says so with that process's
+change (the two differ when the ranks kept different numbers of cycles).
 
 Under tracing (a torch.profiler trace, or perfdiff's traced cycles) the host's cost of
 recording each launch is inside GPU idle: when a cycle is host-bound (idle >= half of it),
@@ -85,6 +88,7 @@ def headline(
         host_bound=idle_known and any(s.idle_ms >= HOST_BOUND_IDLE_SHARE * s.cycle_ms
                                       for s in (n, a)),
         traced=traced,
+        processes=max(int(t[C.PID].nunique()) for t in tables),
     )
 
 

@@ -271,6 +271,10 @@ class Headline:
     parts: tuple[HeadlinePart, ...]  # largest |delta| first
     host_bound: bool  # GPU idle >= half of the cycle on a side
     traced: bool  # an input is a trace or traced cycles: tracing inflates host time
+    # processes whose cycles the comparison's mean cycle time pools (the larger side's count);
+    # above 1 the split is of one process's cycles (``delta_ms``), which can differ from the
+    # pooled change when the processes kept different numbers of cycles
+    processes: int = 1
 
 
 @dataclass(frozen=True)

@@ -85,8 +85,10 @@ def _headline(comparison: Comparison, console: Console) -> None:
     split = comparison.headline
     if split is None:
         return
-    table = Table(box=box.SIMPLE_HEAD, title=f"Where the cycle time went ({escape(split.device)},"
-                  " ms per cycle)")
+    unit = ("ms per cycle" if split.processes < 2 else
+            f"busiest of {fmt_int(split.processes)} processes, ms per cycle of that process")
+    table = Table(box=box.SIMPLE_HEAD,
+                  title=f"Where the cycle time went ({escape(split.device)}, {unit})")
     for col in ("Part", comparison.normal.label, comparison.abnormal.label, "Δ"):
         table.add_column(escape(col), justify="left" if col == "Part" else "right")
     for part in split.parts[:HEADLINE_PARTS]:
