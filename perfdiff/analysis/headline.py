@@ -9,9 +9,13 @@ cycle rose by 290 % tells the reader the wrong story. On one device, a cycle is
 change of the mean cycle is the sum of the families' changes, the change of GPU idle (the
 host's part: Python, launches, synchronisation) and the change of overlap. The parts are
 exact means over the same cycles, so they add up to the cycle-time change of that device.
-With several processes (DDP ranks) the comparison's mean cycle time pools their cycles; the
-split is of the busiest process's own cycles, and the report says so with that process's
-change (the two differ when the ranks kept different numbers of cycles).
+With several processes (DDP ranks) the comparison's mean cycle time pools every process's
+cycles, so the split pools them the same way: each process's cycles on its busiest device,
+weighted by how many cycles it kept. Splitting one process instead (the busiest) left parts
+that added up to that process's change, not the reported one: +15.9 against +14.8 ms on the
+two-rank DDP shards, whose ranks kept 19 and 23 cycles on one side, 7 and 25 on the other.
+Which rank moved is the findings' and ``perfdiff ranks``' answer; in a lock-step job its delay
+shows here as the other ranks' communication wait.
 
 Under tracing (a torch.profiler trace, or perfdiff's traced cycles) the host's cost of
 recording each launch is inside GPU idle: when a cycle is host-bound (idle >= half of it),
@@ -30,26 +34,33 @@ from perfdiff.analysis.model import Headline, HeadlinePart
 
 HOST_BOUND_IDLE_SHARE = 0.5
 MIX_TOP = 2  # precision/engine classes named per family and side
+DEVICES_NAMED = 4  # a pooled split names its devices up to this many
 
 
 def headline(
     tables: tuple[pd.DataFrame, pd.DataFrame], *, traced: bool,
     works: tuple[pd.DataFrame, pd.DataFrame] | None = None,
 ) -> Headline | None:
-    """The split for the device with the most GPU work (None: no GPU work on any device).
+    """The split of the mean cycle time: one process's busiest device, or every process's
+    pooled (None: no GPU work on any device).
 
     ``works``: the tables' ``work_rows`` when the caller shares them with the family rows."""
     if works is None:
         works = (work_rows(tables[0]), work_rows(tables[1]))
-    group = _busiest(works)
-    if group is None:
+    groups = _busiest(works)
+    if not groups:
         return None
-    pid, device = group
-    sides = [_side(t, w, pid, device) for t, w in zip(tables, works, strict=True)]
-    if any(s is None for s in sides):
-        return None
-    n, a = sides[0], sides[1]
-    assert n is not None and a is not None
+    per_side = []
+    for t, w in zip(tables, works, strict=True):
+        sides = [_side(t, w, pid, device) for pid, device in groups]
+        if any(s is None for s in sides):
+            return None
+        per_side.append(_pooled([s for s in sides if s is not None]))
+    n, a = per_side[0], per_side[1]
+    devices = sorted({device for _, device in groups})
+    device = (devices[0] if len(devices) == 1 else " + ".join(devices)
+              if len(devices) <= DEVICES_NAMED else f"{len(devices)} devices")
+    pid = groups[0][0] if len(groups) == 1 else None
     families = sorted(set(n.family_ms) | set(a.family_ms))
     parts = [
         HeadlinePart(
@@ -88,25 +99,46 @@ def headline(
         host_bound=idle_known and any(s.idle_ms >= HOST_BOUND_IDLE_SHARE * s.cycle_ms
                                       for s in (n, a)),
         traced=traced,
-        processes=max(int(t[C.PID].nunique()) for t in tables),
+        processes=len(groups),
     )
 
 
-def _busiest(works: tuple[pd.DataFrame, pd.DataFrame]) -> tuple[int, str] | None:
+def _busiest(works: tuple[pd.DataFrame, pd.DataFrame]) -> list[tuple[int, str]]:
+    """Each process with GPU work and its device with the most of it (both sides), by pid."""
     both = pd.concat([w[[C.PID, C.DEVICE, C.TIME_MS]] for w in works])
     if both.empty:
-        return None
+        return []
     total = both.groupby([C.PID, C.DEVICE])[C.TIME_MS].sum().sort_index()
-    best = total.idxmax()
-    assert isinstance(best, tuple)
-    return int(best[0]), str(best[1])
+    best = total.groupby(level=0).idxmax()
+    return [(int(pid), str(device)) for pid, device in best.to_list()]
+
+
+def _pooled(sides: list[_Side]) -> _Side:
+    """Means over every process's cycles together, as the comparison's mean cycle time is."""
+    if len(sides) == 1:
+        return sides[0]
+    total = sum(s.n_cycles for s in sides)
+    family_ms: dict[str, float] = {}
+    for s in sides:
+        for f, ms in s.family_ms.items():
+            family_ms[f] = family_ms.get(f, 0.0) + ms * s.n_cycles / total
+    return _Side(
+        cycle_ms=sum(s.cycle_ms * s.n_cycles for s in sides) / total,
+        family_ms=family_ms,
+        idle_ms=sum(s.idle_ms * s.n_cycles for s in sides) / total,  # NaN when one is unknown
+        mix=_mix(pd.concat([s.work for s in sides])),
+        n_cycles=total,
+        work=pd.concat([s.work for s in sides]),
+    )
 
 
 class _Side:
     """Means per cycle of one side on one device."""
 
     def __init__(self, cycle_ms: float, family_ms: dict[str, float], idle_ms: float,
-                 mix: dict[str, str]) -> None:
+                 mix: dict[str, str], n_cycles: int, work: pd.DataFrame) -> None:
+        self.n_cycles = n_cycles
+        self.work = work  # the work rows split (for the pooled precision mix)
         self.cycle_ms = cycle_ms
         self.family_ms = family_ms
         self.idle_ms = idle_ms
@@ -138,6 +170,8 @@ def _side(table: pd.DataFrame, work: pd.DataFrame, pid: int, device: str) -> _Si
         family_ms=family_ms,
         idle_ms=float(idle[C.TIME_MS].sum()) / n_cycles if len(idle) else math.nan,
         mix=_mix(w),
+        n_cycles=n_cycles,
+        work=w,
     )
 
 

@@ -258,7 +258,7 @@ class HeadlinePart:
 
 @dataclass(frozen=True)
 class Headline:
-    """The change of mean cycle time split into parts that sum to it (one device)."""
+    """The change of mean cycle time split into parts that sum to it."""
 
     device: str
     pid: int | None
@@ -271,9 +271,8 @@ class Headline:
     parts: tuple[HeadlinePart, ...]  # largest |delta| first
     host_bound: bool  # GPU idle >= half of the cycle on a side
     traced: bool  # an input is a trace or traced cycles: tracing inflates host time
-    # processes whose cycles the comparison's mean cycle time pools (the larger side's count);
-    # above 1 the split is of one process's cycles (``delta_ms``), which can differ from the
-    # pooled change when the processes kept different numbers of cycles
+    # processes whose cycles the split pools, each on its busiest device, as the comparison's
+    # mean cycle time pools them (``pid`` is None then, ``device`` names the devices)
     processes: int = 1
 
 

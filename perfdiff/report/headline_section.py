@@ -110,11 +110,10 @@ def _split_lines(split: Headline, comparison: Comparison) -> list[str]:
     title = (f"Where the cycle time went on {where}, mean ms per cycle (the parts add up to "
              "the change; families sum their kernels' and copies' time):")
     if split.processes > 1:
-        title = (f"Where the cycle time went on {where}, the busiest of "
-                 f"{fmt_int(split.processes)} processes, mean ms per cycle of that process (its "
-                 f"change, {fmt_ms(split.delta_ms, signed=True)} ms, is what the parts add up "
-                 "to; the mean cycle time above pools all processes' cycles; families sum "
-                 "their kernels' and copies' time):")
+        title = (f"Where the cycle time went on {where}, every cycle of the "
+                 f"{fmt_int(split.processes)} processes pooled as the mean cycle time is (each "
+                 "process on its busiest device), mean ms per cycle (the parts add up to the "
+                 "change; families sum their kernels' and copies' time):")
     table = pipe_table(
         ["Part", md_cell(comparison.normal.label), md_cell(comparison.abnormal.label), "Δ",
          "precision, engine (normal → abnormal)"],

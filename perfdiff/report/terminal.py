@@ -86,7 +86,7 @@ def _headline(comparison: Comparison, console: Console) -> None:
     if split is None:
         return
     unit = ("ms per cycle" if split.processes < 2 else
-            f"busiest of {fmt_int(split.processes)} processes, ms per cycle of that process")
+            f"{fmt_int(split.processes)} processes pooled, ms per cycle")
     table = Table(box=box.SIMPLE_HEAD,
                   title=f"Where the cycle time went ({escape(split.device)}, {unit})")
     for col in ("Part", comparison.normal.label, comparison.abnormal.label, "Δ"):
