@@ -67,6 +67,8 @@ class RawTrace:
     columns: TraceColumns | None = None
     # CPU time spent decoding buffers between cycles (RawIntake.decode_pending), in ns
     deferred_ns: int = 0
+    # CPU time spent decoding the spooled buffers when the collection stopped (spool.py), ns
+    after_run_ns: int = 0
 
     def as_columns(self) -> TraceColumns:
         """Every record, columnar: the decoded columns, then the tuples."""
