@@ -257,6 +257,7 @@ class CuptiActivityBackend:
             raw.handovers = list(intake.handovers)
             raw.deferred_ns = intake.deferred_ns
             raw.after_run_ns = intake.stop_decode_ns
+            raw.spool_write_ns = intake.spool_write_ns
             self.warnings.extend(dict.fromkeys(intake.errors))
             intake.chunks = []
         return raw

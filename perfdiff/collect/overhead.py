@@ -207,6 +207,8 @@ def intake_params(raw: RawTrace) -> dict[str, Any]:
         out["intake_between_cycles_ms"] = round(raw.deferred_ns / 1e6, 3)
     if raw.after_run_ns:  # the spool's decode at stop (spool.py): after every cycle
         out["intake_after_run_ms"] = round(raw.after_run_ns / 1e6, 3)
+    if raw.spool_write_ns:  # CUPTI's thread, interpreter lock released: no cycle's hold
+        out["intake_spool_write_ms"] = round(raw.spool_write_ns / 1e6, 3)
     return out
 
 

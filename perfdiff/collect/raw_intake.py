@@ -10,7 +10,9 @@ compact columns (a few numpy copies per run of same-kind records, no per-record 
 reused. Each hand-over is stamped (start, start + hold, records) on the trace clock, where
 the hold is the CPU time CUPTI's thread spent in our callback (``time.thread_time_ns``): the
 wall time would also count the waits for the interpreter lock, during which the program ran
-(numpy copies release it), and overstate what the program lost.
+(numpy copies release it), and overstate what the program lost. A spooled hand-over's hold
+leaves out the CPU time of the write's system calls, which run with the lock released
+(summed in ``spool_write_ns`` instead).
 
 Spool (``spool.py``): with a spool file attached (``attach_spool``), a completed buffer is
 only written to that file (one ``os.writev``, the interpreter lock released) and goes back to
@@ -127,6 +129,7 @@ class RawIntake:
         self.spool: SpoolWriter | None = None  # attach_spool(): buffers written, decoded at stop
         self._spooled: SpoolWriter | None = None  # the spool to read back (also once given up)
         self.stop_decode_ns = 0  # CPU time the decode of the spool took at stop
+        self.spool_write_ns = 0  # CPU time of the spool's writes (interpreter lock released)
         # ctypes must keep the function objects alive as long as CUPTI may call them
         self._request_cb = _REQUEST(self._on_request)
         self._complete_cb = _COMPLETE(self._on_complete)
@@ -168,8 +171,11 @@ class RawIntake:
         started = self._clock_ns()
         cpu = time.thread_time_ns()
         spool = self.spool
-        if spool is not None and self._spool_one(spool, int(buffer or 0), int(valid)):
-            self.handovers.append((started, started + time.thread_time_ns() - cpu, 0))
+        written = self._spool_one(spool, int(buffer or 0), int(valid)) if spool else None
+        if written is not None:
+            # the write's system calls run with the interpreter lock released: not a hold
+            self.spool_write_ns += written
+            self.handovers.append((started, started + time.thread_time_ns() - cpu - written, 0))
             return
         with self._lock:
             array = self._lent.pop(int(buffer or 0), None)
@@ -199,25 +205,27 @@ class RawIntake:
                     self._pool.append(array)
         self.handovers.append((started, started + time.thread_time_ns() - cpu, count))
 
-    def _spool_one(self, spool: SpoolWriter, address: int, valid: int) -> bool:
-        """Write the completed buffer at ``address`` to the spool and pool it; False (buffer
-        left lent, spool given up) if the write failed, so the caller decodes it instead."""
+    def _spool_one(self, spool: SpoolWriter, address: int, valid: int) -> int | None:
+        """Write the completed buffer at ``address`` to the spool and pool it; the CPU ns the
+        write's system calls took (lock released), or None (buffer left lent, spool given up)
+        if the write failed, so the caller decodes it instead."""
         with self._lock:
             array = self._lent.get(address)
         if array is None:
-            return False  # not ours: the caller says so
+            return None  # not ours: the caller says so
+        written = 0
         if valid:
             try:
-                spool.write(array, valid)
+                written = spool.write(array, valid)
             except SpoolError as exc:
                 self.spool = None
                 self.errors.append(f"{exc}; activity buffers were decoded as CUPTI handed them "
                                    "over from then on (held the interpreter inside cycles)")
-                return False
+                return None
         with self._lock:
             self._lent.pop(address, None)
             self._pool.append(array)
-        return True
+        return written
 
     def decode_spool(self) -> int:
         """Decode every buffer written to the spool, oldest first, then delete the file; the

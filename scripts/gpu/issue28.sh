@@ -3,7 +3,7 @@
 # and bare vs `perfdiff collect` processes alternated (bench/record_truth/ programs).
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
 #   steps: install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
-#          overhead timmlong gil stream gpuall pack (COLLECT_OPTS: extra collect options)
+#          overhead timmlong gil stream timmvar gpt2holds gpuall pack (COLLECT_OPTS: extra collect options)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
 #   traces.tar and rest.tar, then $W removed)
 # Every file lands in $OUT/w/ and is packed into $OUT/all.tar at the end (the device tool
@@ -122,6 +122,25 @@ step_stream() {  # item 2: holds of the synthetic ~100,000 launches/s stream, sp
   run timeout 100 "$PY" bench/launch_bound/stream.py --mode graph --rate 100000 --seconds 10 --spool --json "$W/stream-graph-spool.json"
   run timeout 100 "$PY" bench/launch_bound/stream.py --mode loop --seconds 10 --spool --json "$W/stream-loop-spool.json"
   run timeout 100 "$PY" bench/launch_bound/stream.py --mode graph --rate 100000 --seconds 10 --json "$W/stream-graph-decode.json"
+}
+
+step_timmvar() {  # timm bf16: bare, recorded (defaults), recorded --no-pm --no-nvml, alternated
+  local r
+  for r in $(seq 1 "${ROUNDS:-3}"); do
+    say "timmvar round $r"
+    bare timm-bf16 "$W/rounds/timm-bf16-r$r-bare.log"
+    recorded timm-bf16 "$W/rounds/timm-bf16-r$r.json.gz"
+    COLLECT_OPTS="--no-pm --no-nvml" recorded timm-bf16 "$W/rounds/timm-bf16Q-r$r.json.gz"
+  done
+}
+
+step_gpt2holds() {  # (d) GPT-2 generate, the launch-bound program: holds, NVTX and function cycles
+  local g="$RT/gpt2_generate.py --attn sdpa --steps ${GPT2_STEPS:-30}"
+  run timeout 150 "$PY" $g | tee "$W/rounds/gpt2R-r1-bare.log" >/dev/null
+  run timeout 200 "${PD[@]}" collect --cycle-range step -o "$W/rounds/gpt2R-r1.json.gz" -- "$PY" $g \
+    | tee "$W/rounds/gpt2R-r1.json.gz.log" >/dev/null
+  run timeout 200 "${PD[@]}" collect --cycle-function transformers.generation.utils:GenerationMixin.generate \
+    -o "$W/rounds/gpt2F-r1.json.gz" -- "$PY" $g | tee "$W/rounds/gpt2F-r1.json.gz.log" >/dev/null
 }
 
 step_gpuall() {  # every GPU test (collect, user programs, raw intake, graphs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,24 @@ def test_a_killed_processs_spool_is_kept_and_named(tmp_path: Path,
     assert outcome.run_file.status.state == "incomplete" and outcome.exit_code == 137
     assert f"1 activity buffer(s), 0.0 MB handed over by CUPTI before it died, kept " \
            f"undecoded at {left}" in reason
+
+
+def test_the_writes_system_calls_are_not_counted_as_a_hold(
+        saved: Saved, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The write runs with the interpreter lock released (os.writev): a slow disk costs
+    CUPTI's thread, not the program; the hold stamped is the rest of the callback."""
+    buffers, doc = saved
+    intake = _intake(doc, max(b.size for b in buffers))
+    intake.attach_spool(tmp_path / f"pid1{SPOOL_SUFFIX}")
+    real_writev = os.writev
+
+    def slow(fd: int, parts: Any) -> int:
+        began = time.thread_time_ns()
+        while time.thread_time_ns() - began < 3_000_000:  # 3 ms of CPU in the "system call"
+            pass
+        return real_writev(fd, parts)
+    monkeypatch.setattr(os, "writev", slow)
+    _hand_over(intake, buffers[0])
+    (start, end, records), = intake.handovers
+    assert records == 0 and end - start < 1_000_000
+    assert intake.spool_write_ns >= 3_000_000
