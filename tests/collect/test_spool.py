@@ -197,3 +197,31 @@ def test_the_writes_system_calls_are_not_counted_as_a_hold(
     (start, end, records), = intake.handovers
     assert records == 0 and end - start < 1_000_000
     assert intake.spool_write_ns >= 3_000_000
+
+
+def test_a_dead_ranks_spool_beside_other_ranks_shards_marks_the_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under torchrun one rank can die while the others write their shards: the run is
+    incomplete and says where that rank's buffers are, instead of saying nothing."""
+    from perfdiff.schema.io import save_run_file
+
+    root = tmp_path / "shards"
+    root.mkdir()
+    monkeypatch.setattr(user_program.tempfile, "mkdtemp", lambda prefix: str(root))
+    config = InjectConfig(shard_dir="", backend="fake")
+    left = root / "run0" / f"pid4243{SPOOL_SUFFIX}"
+
+    def one_rank_killed(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
+        shard = user_program._empty_run_file(0, 4242, 0, config, "stand-in shard")
+        save_run_file(shard, root / "run0" / "run0-rank0-pid4242.json.gz")
+        writer = SpoolWriter(left)
+        writer.write(np.arange(10, dtype=np.uint8), 10)
+        writer.close()
+        return 4000, 0
+
+    monkeypatch.setattr(user_program, "_run_once", one_rank_killed)
+    outcome = user_program.run_program([sys.executable, "-c", "pass"], config)
+    reason = outcome.run_file.status.reason or ""
+    assert left.exists() and outcome.run_file.status.state == "incomplete"
+    assert "a process of this run was killed before it wrote its shard" in reason
+    assert f"kept undecoded at {left}" in reason
