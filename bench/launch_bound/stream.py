@@ -63,6 +63,8 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=150_000,
                         help="graph mode: kernels per second to aim at (0: as fast as it goes)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--spool", action="store_true",
+                        help="spool buffers to a file, decode at stop (as user programs do)")
     args = parser.parse_args()
 
     import numpy as np
@@ -88,7 +90,8 @@ def main() -> int:
             for _ in range(nodes):
                 x.add_(1)
     torch.cuda.synchronize()
-    backend = CuptiActivityBackend(trace_api=args.api, trace_memory=True)
+    spool_dir = tempfile.mkdtemp(prefix="perfdiff-spool-") if args.spool else None
+    backend = CuptiActivityBackend(trace_api=args.api, trace_memory=True, spool_dir=spool_dir)
     marker = None if args.api else TorchBoundaryMarker(torch, 0)
     log = CycleLog(clock_ns=backend.clock_ns, mark=marker.mark if marker else None)
     rss0 = rss_mb()
@@ -147,7 +150,8 @@ def main() -> int:
     rss3 = rss_mb()
     in_file = int(tables.kernels.name_id.size)
     result: dict[str, Any] = {
-        "mode": args.mode, "api_records": args.api, "seconds": round(elapsed, 2),
+        "mode": args.mode, "api_records": args.api, "spool": args.spool,
+        "decode_after_run_ms": round(raw.after_run_ns / 1e6, 1), "seconds": round(elapsed, 2),
         "kernels_launched": launched, "kernels_per_s": round(launched / elapsed),
         "kernel_records": kernels_all, "kernels_in_run_file": in_file,
         # the records beyond the launches are the cycles' boundary marks (2 per cycle), which

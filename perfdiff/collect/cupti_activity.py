@@ -16,11 +16,14 @@ what the API records cost (bench/overhead.py), not as a user setting.
 from __future__ import annotations
 
 import ctypes
+import os
+from pathlib import Path
 from typing import Any
 
 from perfdiff.collect.decode import RecordLayoutError
 from perfdiff.collect.raw_intake import RawIntake
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace, TransferRecord
+from perfdiff.collect.spool import SPOOL_SUFFIX, SpoolError
 from perfdiff.errors import CollectorUnavailableError
 
 BUFFER_BYTES = 32 * 1024 * 1024
@@ -46,8 +49,12 @@ class CuptiActivityBackend:
     name = "cupti_activity"
 
     def __init__(self, *, trace_memory: bool = True, trace_api: bool = True,
-                 raw_intake: bool = True) -> None:
+                 raw_intake: bool = True, spool_dir: str | None = None) -> None:
+        """``spool_dir``: write CUPTI's completed buffers to a spool file there and decode
+        them at stop (``spool.py``: no decode while the program runs); None decodes them as
+        they come (built-in workloads, which drain between their cycles)."""
         self._cupti = import_cupti()
+        self._spool_dir = spool_dir
         self._trace_memory = trace_memory
         self._trace_api = trace_api
         self._raw = RawTrace()
@@ -90,6 +97,7 @@ class CuptiActivityBackend:
             kinds += [cupti.ActivityKind.MEMCPY, cupti.ActivityKind.MEMSET]
         try:
             if self.intake is not None:
+                self._attach_spool(self.intake)
                 self.intake.register()
             else:
                 cupti.activity_register_callbacks(self._buffer_requested,
@@ -105,6 +113,18 @@ class CuptiActivityBackend:
             ) from None
         if self._trace_api:
             self._restrict_api_records()
+
+    def _attach_spool(self, intake: RawIntake) -> None:
+        """The spool file in ``spool_dir`` (one per process); a warning if it cannot be made."""
+        if self._spool_dir is None:
+            return
+        path = Path(self._spool_dir) / f"pid{os.getpid()}{SPOOL_SUFFIX}"
+        try:
+            intake.attach_spool(path)
+        except (SpoolError, OSError) as exc:
+            self.warnings.append(f"cannot create the activity spool {path} ({exc}); buffers "
+                                 "are decoded as CUPTI hands them over (holds the interpreter "
+                                 "inside cycles)")
 
     def between_cycles(self) -> None:
         """A cycle has ended (``CycleLog.on_cycle_end``): decode the buffers completed since,
@@ -236,6 +256,8 @@ class CuptiActivityBackend:
             raw.columns = intake.columns()
             raw.handovers = list(intake.handovers)
             raw.deferred_ns = intake.deferred_ns
+            raw.after_run_ns = intake.stop_decode_ns
+            raw.spool_write_ns = intake.spool_write_ns
             self.warnings.extend(dict.fromkeys(intake.errors))
             intake.chunks = []
         return raw

@@ -200,10 +200,16 @@ class UntracedCycles:
 def intake_params(raw: RawTrace) -> dict[str, Any]:
     """The run file's record of the decoding done between cycles (workload params
     ``intake_between_cycles_ms``, CPU ms over the whole run), which no cycle's time holds:
-    the report adds it to the overhead note (``analysis/self_overhead.py``). {} when none."""
-    if not raw.deferred_ns:
-        return {}
-    return {"intake_between_cycles_ms": round(raw.deferred_ns / 1e6, 3)}
+    the report adds it to the overhead note (``analysis/self_overhead.py``); and the decode of
+    the spooled buffers after the run (``intake_after_run_ms``). {} when neither."""
+    out: dict[str, Any] = {}
+    if raw.deferred_ns:
+        out["intake_between_cycles_ms"] = round(raw.deferred_ns / 1e6, 3)
+    if raw.after_run_ns:  # the spool's decode at stop (spool.py): after every cycle
+        out["intake_after_run_ms"] = round(raw.after_run_ns / 1e6, 3)
+    if raw.spool_write_ns:  # CUPTI's thread, interpreter lock released: no cycle's hold
+        out["intake_spool_write_ms"] = round(raw.spool_write_ns / 1e6, 3)
+    return out
 
 
 def with_hold(table: CycleTable, handovers: list[tuple[int, int, int]]) -> CycleTable:

@@ -67,6 +67,10 @@ class RawTrace:
     columns: TraceColumns | None = None
     # CPU time spent decoding buffers between cycles (RawIntake.decode_pending), in ns
     deferred_ns: int = 0
+    # CPU time spent decoding the spooled buffers when the collection stopped (spool.py), ns
+    after_run_ns: int = 0
+    # CPU time of the spool's writes at hand-over, interpreter lock released (spool.py), ns
+    spool_write_ns: int = 0
 
     def as_columns(self) -> TraceColumns:
         """Every record, columnar: the decoded columns, then the tuples."""

@@ -34,6 +34,7 @@ from perfdiff.collect.inject.child import program_name, program_params
 from perfdiff.collect.inject.config import SHARD_GLOB, InjectConfig, child_environment
 from perfdiff.collect.merge import merge_run_files
 from perfdiff.collect.run_file_builder import RunIdentity, build_run_file, empty_recording
+from perfdiff.collect.spool import SPOOL_SUFFIX, SpoolError, spool_summary
 from perfdiff.errors import InputError, UsageError
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import Environment, RunFile, Status, Workload
@@ -141,6 +142,7 @@ def _read_shards(
     because it is the only copy of what that process recorded: deleting it with the temporary
     folder would lose the recording for good."""
     shards = []
+    spools = _left_spools(shard_dir, kept)
     for path in sorted(shard_dir.glob(SHARD_GLOB)):
         try:
             shards.append(load_run_file(path))
@@ -149,12 +151,35 @@ def _read_shards(
             why = f"unreadable shard, kept at {path} for a bug report: {exc}"
             shards.append(_empty_run_file(index, pid, code, config, why))
     if shards:
-        return [_with_exit_code(s, pid, code) for s in shards]
+        out = [_with_exit_code(s, pid, code) for s in shards]
+        if spools:  # another process of this run (a rank) died before writing its shard
+            why = "a process of this run was killed before it wrote its shard; " + spools
+            out.append(_empty_run_file(index, pid, code, config, why))
+        return out
     why = (
         "no trace: the program wrote no shard (the collector did not start in it, or it was "
         "killed before exit); is perfdiff installed in the Python that runs it?"
     )
+    if spools:
+        why = ("no trace: the program was killed before it wrote its shard; " + spools)
     return [_empty_run_file(index, pid, code, config, why)]
+
+
+def _left_spools(shard_dir: Path, kept: list[Path]) -> str:
+    """Spool files a process left (it died before decoding them at exit: spool.py), kept on
+    disk (added to ``kept``) and described in one line; "" when none. Why kept: they are all
+    that process's kernels that CUPTI had handed over, and only that process could name them
+    (its kernel names are addresses in its memory), so they are evidence, not a recording."""
+    said = []
+    for path in sorted(shard_dir.glob(f"*{SPOOL_SUFFIX}")):
+        kept.append(path)
+        try:
+            frames, size = spool_summary(path)
+            what = f"{frames} activity buffer(s), {size / 1e6:.1f} MB"
+        except SpoolError as exc:
+            what = f"an unreadable spool ({exc})"
+        said.append(f"{what} handed over by CUPTI before it died, kept undecoded at {path}")
+    return "; ".join(said)
 
 
 def _shard_label(index: int, shard: RunFile) -> str:

@@ -57,12 +57,18 @@ def learn_types(torch: Any) -> dict[int, str]:
     return types
 
 
-def capturing_backend() -> Any:
-    """perfdiff's backend (raw intake) with small buffers whose bytes are also kept."""
+def capturing_backend(spool: bool = True) -> Any:
+    """perfdiff's backend (raw intake) with small buffers whose bytes are also kept; with
+    ``spool``, as user programs record (issue 28): buffers written to a spool file at
+    hand-over and decoded at stop, so the bytes kept are those read back from the file."""
+    import tempfile
+
     from perfdiff.collect.cupti_activity import CuptiActivityBackend
     from perfdiff.collect.raw_intake import RawIntake
 
-    backend = CuptiActivityBackend(trace_api=True, trace_memory=True)
+    backend = CuptiActivityBackend(
+        trace_api=True, trace_memory=True,
+        spool_dir=tempfile.mkdtemp(prefix="perfdiff-spool-") if spool else None)
     intake = backend.intake
     assert intake is not None, backend.warnings
 
@@ -140,7 +146,7 @@ def columns_as_tuples(cols: Any) -> dict[str, list[Any]]:
             "api": sorted((int(r["correlation_id"]), int(r["start"])) for r in cols.api)}
 
 
-def check(save: Path | None) -> dict[str, Any]:
+def check(save: Path | None, spool: bool = True) -> dict[str, Any]:
     import torch
 
     from perfdiff.collect.cupti_activity import CuptiActivityBackend
@@ -148,7 +154,7 @@ def check(save: Path | None) -> dict[str, Any]:
 
     torch.cuda.init()
     types = learn_types(torch)
-    backend = capturing_backend()
+    backend = capturing_backend(spool)
     intake = backend.intake
     version = cupti_api_version(intake._lib)
     backend.start()
@@ -186,7 +192,8 @@ def check(save: Path | None) -> dict[str, Any]:
         "sizes_by_cupti_walk": {str(k): sorted(v) for k, v in sizes.items()},
         "registered_sizes": {str(k): v for k, v in layout.sizes.items()},
         "dtype_sizes": {v: int(dtype_for(cupti, v).itemsize) for v in types.values()},
-        "buffers": len(intake.kept),
+        "buffers": len(intake.kept), "spooled": spool,
+        "handovers_decoding": sum(1 for h in raw.handovers if h[2]),
         "registered_layout_matches": all(sorted(v) == [layout.sizes.get(k)]
                                          for k, v in sizes.items()),
         "counts": {key: [len(old[key]), len(new[key])] for key in old},

@@ -3,8 +3,9 @@
 # and bare vs `perfdiff collect` processes alternated (bench/record_truth/ programs).
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
 #   steps: install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
-#          overhead timmlong pack (COLLECT_OPTS: extra collect options, e.g. --no-pm)
-#   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into at most two tars, then $W removed)
+#          overhead timmlong gil stream timmvar gpt2holds gpuall pack (COLLECT_OPTS: extra collect options)
+#   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
+#   traces.tar and rest.tar, then $W removed)
 # Every file lands in $OUT/w/ and is packed into $OUT/all.tar at the end (the device tool
 # brings back at most 8 files), so run the steps under `timeout` and pack after.
 set -uo pipefail
@@ -113,8 +114,45 @@ step_check() {  # untraced cycles vs the programs' own timers, recorded vs bare 
   run "$PY" $RT/untraced_check.py "$W/rounds" --json "$W/untraced_check.json"
 }
 
-step_pack() {
-  (cd "$W" && tar cf "$OUT/traces.tar" traces && tar cf "$OUT/rest.tar" --exclude traces .)
+step_gil() {  # item 2: do PM sampling's decode or NVML hold the program's interpreter?
+  run timeout 120 "$PY" scripts/gpu/gil_probe.py --seconds "${GIL_SECONDS:-5}"
+}
+
+step_stream() {  # item 2: holds of the synthetic ~100,000 launches/s stream, spooled and not
+  run timeout 100 "$PY" bench/launch_bound/stream.py --mode graph --rate 100000 --seconds 10 --spool --json "$W/stream-graph-spool.json"
+  run timeout 100 "$PY" bench/launch_bound/stream.py --mode loop --seconds 10 --spool --json "$W/stream-loop-spool.json"
+  run timeout 100 "$PY" bench/launch_bound/stream.py --mode graph --rate 100000 --seconds 10 --json "$W/stream-graph-decode.json"
+}
+
+step_timmvar() {  # timm bf16: bare, recorded (defaults), recorded --no-pm --no-nvml, alternated
+  local r
+  for r in $(seq 1 "${ROUNDS:-3}"); do
+    say "timmvar round $r"
+    bare timm-bf16 "$W/rounds/timm-bf16-r$r-bare.log"
+    recorded timm-bf16 "$W/rounds/timm-bf16-r$r.json.gz"
+    COLLECT_OPTS="--no-pm --no-nvml" recorded timm-bf16 "$W/rounds/timm-bf16Q-r$r.json.gz"
+  done
+}
+
+step_gpt2holds() {  # (d) GPT-2 generate, the launch-bound program: holds, NVTX and function cycles
+  local g="$RT/gpt2_generate.py --attn sdpa --steps ${GPT2_STEPS:-30}"
+  run timeout 150 "$PY" $g | tee "$W/rounds/gpt2R-r1-bare.log" >/dev/null
+  run timeout 200 "${PD[@]}" collect --cycle-range step -o "$W/rounds/gpt2R-r1.json.gz" -- "$PY" $g \
+    | tee "$W/rounds/gpt2R-r1.json.gz.log" >/dev/null
+  run timeout 200 "${PD[@]}" collect --cycle-function transformers.generation.utils:GenerationMixin.generate \
+    -o "$W/rounds/gpt2F-r1.json.gz" -- "$PY" $g | tee "$W/rounds/gpt2F-r1.json.gz.log" >/dev/null
+}
+
+step_gpuall() {  # every GPU test (collect, user programs, raw intake, graphs)
+  run timeout "${GPUALL_S:-300}" "$PY" -m pytest -q -m gpu tests/gpu -p no:cacheprovider -x
+}
+
+step_pack() {  # one tar per program's rounds (each file back is at most 16 MB)
+  local p
+  for p in $(ls "$W/rounds" 2>/dev/null | sed -E 's/-r[0-9]+.*//' | sort -u); do
+    (cd "$W/rounds" && tar cf "$OUT/rounds-$p.tar" "$p"-r*)
+  done
+  (cd "$W" && tar cf "$OUT/traces.tar" traces && tar cf "$OUT/rest.tar" --exclude traces --exclude rounds .)
   rm -rf "$W"
   ls -la "$OUT"
 }

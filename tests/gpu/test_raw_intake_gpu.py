@@ -29,3 +29,5 @@ def test_raw_intake_matches_the_object_path_record_for_record() -> None:
     # torch fills with kernels, not cudaMemset: the workload makes no memset record (H100)
     assert all(found["counts"][key][0] > 0 for key in ("kernels", "memcpy", "api")), found
     assert all(found["equal"].values()), found
+    # spooled as user programs record (issue 28): no hand-over decoded anything
+    assert found["spooled"] is True and found["handovers_decoding"] == 0, found

@@ -485,8 +485,11 @@ def open_trace(config: InjectConfig) -> TraceBackend:
     marked = bool(config.cycle_range or config.cycle_function)
     api = bool(config.cycle_ms) or not marked
     # CUPTI starts when the program initialises CUDA: started earlier, it refuses PM sampling
+    # CUPTI's buffers are spooled into the shard folder and decoded at exit (spool.py): none
+    # of that decode lands in a cycle, and a process killed outright leaves them on disk
     return DeferredTrace(lambda: CuptiActivityBackend(trace_memory=config.trace_memory,
-                                                      trace_api=api),
+                                                      trace_api=api,
+                                                      spool_dir=config.shard_dir),
                          pm_requested=config.pm_wanted)
 
 
