@@ -44,29 +44,46 @@ def launch_means(
     Why several series at once: the PM metrics of one pass share their sample times, so the
     work that depends only on where launches fall among the samples (two binary searches per
     launch) is done once per device and set of sample windows, not once per metric.
+    Why one set of windows at a time, each dropped before the next: every set holds five
+    columns as long as the launches (a million launches: 40 MB each); building them on top of
+    each other was the peak of ``compare`` (bench/README.md, issue 25).
     """
-    out = []
-    lookups: list[tuple[int, IntArray, IntArray, _Windows]] = []
-    for one in series:
-        means = np.full(start_ns.shape[0], np.nan, dtype=np.float64)
-        on_device = device == one.device
-        if on_device.any():
-            seg_start, seg_end, seg_value = metric_segments(one)
-            windows = None
-            for dev, known_start, known_end, known in lookups:
-                if (
-                    dev == one.device
-                    and np.array_equal(known_start, seg_start)
-                    and np.array_equal(known_end, seg_end)
-                ):
-                    windows = known
-                    break
-            if windows is None:
-                windows = _Windows(start_ns[on_device], end_ns[on_device], seg_start, seg_end)
-                lookups.append((one.device, seg_start, seg_end, windows))
-            means[on_device] = windows.means(seg_value)
-        out.append(means)
+    out = [np.full(start_ns.shape[0], np.nan, dtype=np.float64) for _ in series]
+    for dev in dict.fromkeys(one.device for one in series):
+        on_device = device == dev
+        if not on_device.any():
+            continue
+        everywhere = bool(on_device.all())
+        qs = (start_ns if everywhere else start_ns[on_device]).astype(np.float64)
+        qe = (end_ns if everywhere else end_ns[on_device]).astype(np.float64)
+        for (seg_start, seg_end), members in _same_windows(
+            [(i, one) for i, one in enumerate(series) if one.device == dev]
+        ):
+            windows = _Windows(qs, qe, seg_start, seg_end)
+            for i, seg_value in members:
+                if everywhere:
+                    windows.means(seg_value, out=out[i])
+                else:
+                    out[i][on_device] = windows.means(seg_value)
+            del windows
     return out
+
+
+def _same_windows(
+    members: list[tuple[int, MetricSeries]],
+) -> list[tuple[tuple[IntArray, IntArray], list[tuple[int, FloatArray]]]]:
+    """The series of one device grouped by their sample windows (equal segment bounds), in
+    order of first appearance; each with its position among all series and its values."""
+    groups: list[tuple[tuple[IntArray, IntArray], list[tuple[int, FloatArray]]]] = []
+    for i, one in members:
+        seg_start, seg_end, seg_value = metric_segments(one)
+        for (known_start, known_end), group in groups:
+            if np.array_equal(known_start, seg_start) and np.array_equal(known_end, seg_end):
+                group.append((i, seg_value))
+                break
+        else:
+            groups.append(((seg_start, seg_end), [(i, seg_value)]))
+    return groups
 
 
 def metric_segments(series: MetricSeries) -> tuple[IntArray, IntArray, FloatArray]:
@@ -131,6 +148,11 @@ class _Windows:
     segments wholly before x plus the part of the segment containing x. The segment index and
     that part are found once here; :meth:`means` then needs only the values' cumulative sums.
     A sentinel segment of length 0 and value 0 past the end stands for "no segment contains x".
+
+    Arithmetic is done in place (``out=``) where a temporary would be as long as the queries:
+    each fresh array of a million launches costs page faults that took more time than the
+    arithmetic on the 2-core box (bench/README.md, issue 25). The operations and their order
+    are those of the plain expressions in the comments, so the results are the same bits.
     """
 
     def __init__(
@@ -140,8 +162,9 @@ class _Windows:
         seg_start: IntArray,
         seg_end: IntArray,
     ) -> None:
-        self.qs = np.asarray(query_start, dtype=np.float64)
-        self.qe = np.asarray(query_end, dtype=np.float64)
+        qs = np.asarray(query_start, dtype=np.float64)
+        qe = np.asarray(query_end, dtype=np.float64)
+        self.n_queries = qs.shape[0]
         self.n_segments = seg_start.shape[0]
         if self.n_segments == 0:
             return
@@ -151,45 +174,82 @@ class _Windows:
         cum_len = np.concatenate(([0.0], np.cumsum(self.length)))
         s_ext = np.append(s, 0.0)
         length_ext = np.append(self.length, 0.0)
-        self.k_end, self.part_end = _position(e, s_ext, length_ext, self.qe)
-        self.k_start, self.part_start = _position(e, s_ext, length_ext, self.qs)
-        covered = (cum_len[self.k_end] + self.part_end) - (cum_len[self.k_start] + self.part_start)
+        self.k_end, self.part_end = _position(e, s_ext, length_ext, qe)
+        self.k_start, self.part_start = _position(e, s_ext, length_ext, qs)
+        # covered = (cum_len[k_end] + part_end) - (cum_len[k_start] + part_start)
+        covered = cum_len.take(self.k_end)
+        covered += self.part_end
+        before = cum_len.take(self.k_start)
+        before += self.part_start
+        covered -= before
+        del before
+        self.uncovered = np.flatnonzero(~(covered > 0))
         self.covered = covered
-        self.instant = self.qe <= self.qs
-        if self.instant.any():
-            qs_instant = self.qs[self.instant]
+        instant = qe <= qs
+        self.instant = np.flatnonzero(instant)
+        if self.instant.shape[0]:
+            qs_instant = qs[instant]
             k = np.searchsorted(e, qs_instant, side="right")
             inside = k < self.n_segments
             kk = np.where(inside, k, 0)
             self.instant_segment = kk
             self.instant_hit = inside & (s[kk] <= qs_instant)
 
-    def means(self, seg_value: FloatArray) -> FloatArray:
-        """Time-weighted mean of the segments' values over each query (NaN: nothing covered)."""
+    def means(self, seg_value: FloatArray, out: FloatArray | None = None) -> FloatArray:
+        """Time-weighted mean of the segments' values over each query (NaN: nothing covered),
+        written into ``out`` when given."""
         if self.n_segments == 0:
-            return np.full(self.qs.shape[0], np.nan)
+            if out is None:
+                return np.full(self.n_queries, np.nan)
+            out.fill(np.nan)
+            return out
         cum_area = np.concatenate(([0.0], np.cumsum(self.length * seg_value)))
         value_ext = np.append(seg_value, 0.0)
-        area = (cum_area[self.k_end] + self.part_end * value_ext[self.k_end]) - (
-            cum_area[self.k_start] + self.part_start * value_ext[self.k_start]
-        )
-        covered = self.covered
+        # area = (cum_area[k_end] + part_end * value_ext[k_end])
+        #        - (cum_area[k_start] + part_start * value_ext[k_start])
+        area = value_ext.take(self.k_end) if out is None else value_ext.take(self.k_end, out=out)
+        area *= self.part_end
+        area += cum_area.take(self.k_end)
+        before = value_ext.take(self.k_start)
+        before *= self.part_start
+        before += cum_area.take(self.k_start)
+        area -= before
+        del before
+        # mean = area / covered where covered > 0, else NaN
         with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(covered > 0, area / np.where(covered > 0, covered, 1.0), np.nan)
+            np.divide(area, self.covered, out=area)
+        area[self.uncovered] = np.nan
         # zero-length kernels: the value in effect at their instant, if any
-        if self.instant.any():
-            mean[np.flatnonzero(self.instant)] = np.where(
+        if self.instant.shape[0]:
+            area[self.instant] = np.where(
                 self.instant_hit, seg_value[self.instant_segment], np.nan
             )
-        return mean.astype(np.float64)
+        return area
 
 
 def _position(
     seg_end: FloatArray, seg_start_ext: FloatArray, length_ext: FloatArray, x: FloatArray
 ) -> tuple[IntArray, FloatArray]:
     """Segments wholly before x (``end <= x``), and the covered part of the one holding x."""
-    k = np.searchsorted(seg_end, x, side="right")
-    part = np.subtract(x, seg_start_ext[k])
+    k = _count_at_or_below(seg_end, x)
+    part = seg_start_ext.take(k)
+    np.subtract(x, part, out=part)  # x - start
     np.maximum(part, 0.0, out=part)  # numpy.clip(part, 0, length), in place
-    np.minimum(part, length_ext[k], out=part)
+    np.minimum(part, length_ext.take(k), out=part)
     return k, part
+
+
+def _count_at_or_below(sorted_bounds: FloatArray, x: FloatArray) -> IntArray:
+    """``numpy.searchsorted(sorted_bounds, x, side="right")``: how many bounds are <= each x.
+
+    Why not always that call: launches come in time order as a rule, and then the bounds
+    (fewer than the launches: one per PM sample) can be placed among the launches instead,
+    and counted with a cumulative sum: the same counts at about half the time. A bound
+    counts for every x at or after the first x that is >= it.
+    """
+    n = x.shape[0]
+    if n < 2 or not bool((x[1:] >= x[:-1]).all()):
+        return np.searchsorted(sorted_bounds, x, side="right")
+    first = np.searchsorted(x, sorted_bounds, side="left")
+    counts = np.bincount(first, minlength=n + 1)[:n]
+    return np.cumsum(counts, out=counts)

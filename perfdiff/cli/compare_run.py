@@ -230,7 +230,8 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
 
     read = ReadOptions(cycle_range=cycle_range,
                        steps=None if steps is None else StepRange.parse(steps),
-                       ops=options is not None and options.by in ("op", "module"))
+                       ops=options is not None and options.by in ("op", "module"),
+                       pandas_follows=True)
     normal_input = open_input(normal, read, checked)
     abnormal_input = open_input(abnormal, read, checked)
     if normal_input.sharded is not None or abnormal_input.sharded is not None:

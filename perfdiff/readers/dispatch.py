@@ -32,6 +32,7 @@ from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_
 from perfdiff.schema.io import read_run_file
 from perfdiff.schema.loaded import IMPORTED_KIND, LATENCYPRISM_KIND, RUN_FILE_KIND, LoadedInput
 from perfdiff.schema.model import RunFile
+from perfdiff.schema.numeric_json import load_float_parser
 from perfdiff.schema.shards import is_sharded_run, join_shards, read_manifest
 
 
@@ -45,6 +46,11 @@ class ReadOptions:
     # link each kernel of a trace to its launching op and module (--by op|module): a third of
     # a trace's reading time, so only when asked (readers/torch_profiler/ops.py)
     ops: bool = False
+    # the command analyses what it reads with pandas (compare): pandas is then imported before
+    # a run file is read, and parses its float columns ~4x faster than numpy
+    # (schema/numeric_json.load_float_parser); never before a trace, whose reading peak it
+    # would raise (issue 15)
+    pandas_follows: bool = False
 
     def __post_init__(self) -> None:
         if self.cycle_range is not None:  # not an expression: a usage error, before reading
@@ -79,6 +85,8 @@ def _read_latencyprism(path: Path, options: ReadOptions) -> LoadedInput:
 
 
 def _read_run_file(path: Path, options: ReadOptions) -> LoadedInput:
+    if options.pandas_follows:
+        load_float_parser()
     return LoadedInput(str(path), RUN_FILE_KIND, run_file=read_run_file(path))
 
 

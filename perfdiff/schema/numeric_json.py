@@ -301,8 +301,9 @@ def _parse_floats(chunk: bytes, nulls: int) -> FloatArray | None:
     Why pandas: from 3.1 on its CSV reader converts with fast_float, correctly rounded like
     ``float()`` and about five times faster than numpy's ``fromstring`` (about 40 against
     190 ns for a 17-digit value: half a million samples per metric make that a tenth of a
-    second). It is used only where pandas is already loaded (``compare``) or the array is big
-    enough to pay for importing it. No DataFrame leaves this function.
+    second). It is used only where pandas is already loaded (``compare`` loads it before
+    reading run files: :func:`load_float_parser`) or the array is big enough to pay for
+    importing it. No DataFrame leaves this function.
     """
     if _pandas_floats_exact() and ("pandas" in sys.modules or len(chunk) >= _PANDAS_WORTH_BYTES):
         import pandas as pd
@@ -322,6 +323,18 @@ def _parse_floats(chunk: bytes, nulls: int) -> FloatArray | None:
         chunk.replace(_NULL, b"nan") if nulls else chunk, np.float64
     )
     return parsed
+
+
+def load_float_parser() -> None:
+    """Import pandas now, so that float columns read from here on go through its reader.
+
+    Why a call: a command that analyses with pandas anyway (``compare``) pays nothing for the
+    import and saves numpy's slower parser (2 x 1,000,000 launches: -0.6 s of CPU,
+    bench/README.md, issue 25); other commands keep reading without it (the size rule in
+    :func:`_parse_floats`). Nothing happens where pandas' reader is not exact.
+    """
+    if _pandas_floats_exact():
+        import pandas  # noqa: F401  (loaded: _parse_floats sees it in sys.modules)
 
 
 @functools.cache

@@ -109,3 +109,39 @@ def test_matches_brute_force(
         assert np.isnan(got)
     else:
         assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-5, 60), max_size=40),
+    st.lists(st.integers(-5, 60), max_size=80),
+    st.booleans(),
+)
+def test_counting_bounds_below_each_point_is_searchsorted(
+    bounds: list[int], points: list[int], in_order: bool
+) -> None:
+    """The cumulative-count path (points in order, the usual launch order) and the fallback
+    (any order) both give ``searchsorted(bounds, x, side="right")``, ties included."""
+    from perfdiff.analysis.kernel_metrics import _count_at_or_below
+
+    b = np.sort(np.asarray(bounds, dtype=np.float64))
+    x = np.asarray(sorted(points) if in_order else points, dtype=np.float64)
+    got = _count_at_or_below(b, x)
+    want = np.searchsorted(b, x, side="right")
+    assert got.dtype == want.dtype
+    assert got.tobytes() == want.tobytes()
+
+
+def test_means_written_into_out_are_the_returned_means() -> None:
+    from perfdiff.analysis.kernel_metrics import _Windows
+
+    start, end, value = metric_segments(_pm([10, 20, 30, 40], [10.0, 20.0, 40.0, 5.0], 10))
+    qs = np.asarray([-9.0, 12.0, 15.0, 25.0, 33.0, 50.0])
+    qe = np.asarray([-2.0, 18.0, 15.0, 38.0, 33.0, 60.0])
+    windows = _Windows(qs, qe, start, end)
+    out = np.zeros(qs.shape[0])
+    returned = windows.means(value, out=out)
+    assert returned is out
+    assert out.tobytes() == windows.means(value).tobytes()
+    assert np.isnan(out[[0, 5]]).all()  # nothing covered
+    assert out[2] == 20.0  # a zero-length query takes the value in effect at its instant
