@@ -111,37 +111,34 @@ def test_matches_brute_force(
         assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
 
 
+
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.integers(-5, 60), max_size=40),
-    st.lists(st.integers(-5, 60), max_size=80),
+    st.lists(st.tuples(st.integers(0, 60), st.integers(1, 12), st.floats(0, 100)), max_size=12),
+    st.lists(st.tuples(st.integers(-5, 80), st.integers(0, 20)), max_size=40),
     st.booleans(),
+    st.integers(1, 5),
 )
-def test_counting_bounds_below_each_point_is_searchsorted(
-    bounds: list[int], points: list[int], in_order: bool
+def test_blocks_and_orders_give_the_reference_means(
+    segments: list[tuple[int, int, float]], queries: list[tuple[int, int]], in_order: bool,
+    block: int,
 ) -> None:
-    """The cumulative-count path (points in order, the usual launch order) and the fallback
-    (any order) both give ``searchsorted(bounds, x, side="right")``, ties included."""
-    from perfdiff.analysis.kernel_metrics import _count_at_or_below
+    """Queries in blocks of any size, in time order (the cumulative-count path) or not (the
+    binary search), zero-length ones included: the means of the code this replaced, bit
+    for bit (tests/reference_cycle_table.py)."""
+    from unittest.mock import patch
 
-    b = np.sort(np.asarray(bounds, dtype=np.float64))
-    x = np.asarray(sorted(points) if in_order else points, dtype=np.float64)
-    got = _count_at_or_below(b, x)
-    want = np.searchsorted(b, x, side="right")
-    assert got.dtype == want.dtype
+    from perfdiff.analysis import kernel_metrics
+    from tests import reference_cycle_table as reference
+
+    series = _pm(sorted({t for t, _, _ in segments}), [v for _, _, v in segments][
+        :len({t for t, _, _ in segments})], max([w for _, w, _ in segments], default=5))
+    seg = metric_segments(series)
+    if in_order:
+        queries = sorted(queries)
+    qs = np.asarray([q for q, _ in queries], dtype=np.int64)
+    qe = qs + np.asarray([d for _, d in queries], dtype=np.int64)
+    want = reference.interval_means(qs, qe, *seg)
+    with patch.object(kernel_metrics, "BLOCK", block):
+        got = interval_means(qs, qe, *seg)
     assert got.tobytes() == want.tobytes()
-
-
-def test_means_written_into_out_are_the_returned_means() -> None:
-    from perfdiff.analysis.kernel_metrics import _Windows
-
-    start, end, value = metric_segments(_pm([10, 20, 30, 40], [10.0, 20.0, 40.0, 5.0], 10))
-    qs = np.asarray([-9.0, 12.0, 15.0, 25.0, 33.0, 50.0])
-    qe = np.asarray([-2.0, 18.0, 15.0, 38.0, 33.0, 60.0])
-    windows = _Windows(qs, qe, start, end)
-    out = np.zeros(qs.shape[0])
-    returned = windows.means(value, out=out)
-    assert returned is out
-    assert out.tobytes() == windows.means(value).tobytes()
-    assert np.isnan(out[[0, 5]]).all()  # nothing covered
-    assert out[2] == 20.0  # a zero-length query takes the value in effect at its instant

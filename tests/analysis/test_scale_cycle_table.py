@@ -10,6 +10,7 @@ shuffled cycles with warm-ups, NaN and unsorted metric samples, NVML points, tra
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perfdiff.analysis import kernel_metrics
 from perfdiff.analysis.cycle_table import cycle_table
 from perfdiff.analysis.kernel_metrics import kernel_metric_means, launch_means
 from perfdiff.errors import InputError
@@ -157,16 +159,20 @@ def test_launch_means_match_one_series_at_a_time(run_file: RunFile) -> None:
 @given(random_runs())
 def test_launch_means_of_launches_in_time_order(run_file: RunFile) -> None:
     """Launches in time order (the usual case) take the cumulative-count path of
-    kernel_metrics; the means stay those of the reference, bit for bit."""
+    kernel_metrics, in blocks of any size; the means stay those of the reference, bit for
+    bit."""
     run = run_file.runs[0]
     k = run.kernels
     order = np.argsort(k.start_ns, kind="stable")
     ordered = KernelTable(**{f: None if getattr(k, f) is None else getattr(k, f)[order]
                              for f in KernelTable.__dataclass_fields__})
     run = Run(**{**run.__dict__, "kernels": ordered})
-    together = launch_means(ordered.start_ns, ordered.end_ns, ordered.device, run.metrics)
-    for series, means in zip(run.metrics, together, strict=True):
-        assert means.tobytes() == reference.kernel_metric_means(run, series).tobytes()
+    for block in (2, 7, 1 << 15):  # launches split into blocks, or all in one
+        with patch.object(kernel_metrics, "BLOCK", block):
+            together = launch_means(ordered.start_ns, ordered.end_ns, ordered.device,
+                                    run.metrics)
+        for series, means in zip(run.metrics, together, strict=True):
+            assert means.tobytes() == reference.kernel_metric_means(run, series).tobytes()
 
 
 def test_joint_weights_are_the_frame_of_columns() -> None:
