@@ -240,7 +240,8 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
 
         return compare_sharded(normal_input, abnormal_input, options, labels, read=read,
                                settings=EngineSettings(scheduler=scheduler), progress=progress)
-    from perfdiff.analysis.entry import compare_loaded  # pandas, scipy: once both are read
+    # scipy (and pandas, unless a run file's floats needed it: pandas_follows) once both are read
+    from perfdiff.analysis.entry import compare_loaded
 
     return compare_loaded(normal_input, abnormal_input, options, labels)
 
