@@ -139,10 +139,10 @@ def interval_means(
 
     Segments must be sorted and non-overlapping (as :func:`metric_segments` returns them).
     """
-    qs = np.asarray(query_start)
+    qs = np.asarray(query_start, dtype=np.float64)
     out = np.full(qs.shape[0], np.nan, dtype=np.float64)
     _Windows(seg_start, seg_end, [np.asarray(seg_value, dtype=np.float64)]).means_into(
-        qs, np.asarray(query_end), [out])
+        qs, np.asarray(query_end, dtype=np.float64), [out])
     return out
 
 
