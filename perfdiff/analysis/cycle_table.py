@@ -310,25 +310,52 @@ def _weighted_sums(
     """
     n = group_key.shape[0]
     metric_means: list[FloatArray] = [np.full(n, np.nan) for _ in series_means]
-    joint: dict[str, FloatArray] = {}
+    joint: list[tuple[int, BoolArray]] = []
     for i, (series, means) in enumerate(zip(run.metrics, series_means, strict=True)):
         on = (launches.dev == series.device) & np.isfinite(means)
         on_key = key[on]
         if on_key.shape[0] < 2 or bool((on_key[1:] >= on_key[:-1]).all()):
-            sums = pd.DataFrame({"w": dur[on], "wv": dur[on] * means[on]}).groupby(
-                on_key, sort=True
-            ).sum()
+            sums = _weights(dur, means, on).groupby(on_key, sort=True).sum()
             _divide_into(metric_means[i], group_key, sums.index.to_numpy(), sums["wv"], sums["w"])
         else:
-            joint[f"w{i}"] = np.where(on, dur, np.nan)
-            joint[f"wv{i}"] = np.where(on, dur * means, np.nan)
+            joint.append((i, on))
     if joint:
-        sums = pd.DataFrame(joint).groupby(key, sort=True).sum()
-        for i in range(len(series_means)):
-            if f"w{i}" in joint:
-                _divide_into(metric_means[i], group_key, sums.index.to_numpy(), sums[f"wv{i}"],
-                             sums[f"w{i}"])
+        sums = _joint_weights(dur, series_means, joint).groupby(key, sort=True).sum()
+        for i, _ in joint:
+            _divide_into(metric_means[i], group_key, sums.index.to_numpy(), sums[f"wv{i}"],
+                         sums[f"w{i}"])
     return metric_means
+
+
+def _weights(dur: FloatArray, means: FloatArray, on: BoolArray) -> pd.DataFrame:
+    """Columns ``w`` = dur[on] and ``wv`` = dur[on] x means[on], built in the one block the
+    frame keeps: ``pd.DataFrame({"w": ..., "wv": ...})`` held each column twice, and this
+    was the peak of ``compare`` on a million launches (bench/README.md, issue 25)."""
+    block = np.empty((2, int(np.count_nonzero(on))), dtype=np.float64)
+    np.compress(on, dur, out=block[0])
+    np.compress(on, means, out=block[1])
+    block[1] *= block[0]  # means x dur: the same product as dur x means
+    return pd.DataFrame(block.T, columns=["w", "wv"], copy=False)
+
+
+def _joint_weights(dur: FloatArray, series_means: list[FloatArray],
+                   joint: list[tuple[int, BoolArray]]) -> pd.DataFrame:
+    """Per series ``i`` of ``joint`` (with its launches that have a value, ``on``), columns
+    ``w{i}`` = dur and ``wv{i}`` = dur x mean, NaN where not ``on``: what
+    ``pd.DataFrame({f"w{i}": np.where(on, dur, nan), ...})`` gives, built in the one block the
+    frame keeps instead of column by column and then copied into it (that copy, six columns of
+    a million launches, was the peak of ``compare``: bench/README.md, issue 25)."""
+    block = np.empty((2 * len(joint), dur.shape[0]), dtype=np.float64)
+    names: list[str] = []
+    for j, (i, on) in enumerate(joint):
+        off = ~on
+        weight, weighted = block[2 * j], block[2 * j + 1]
+        np.copyto(weight, dur)
+        weight[off] = np.nan
+        np.multiply(dur, series_means[i], out=weighted)
+        weighted[off] = np.nan
+        names += [f"w{i}", f"wv{i}"]
+    return pd.DataFrame(block.T, columns=names, copy=False)
 
 
 def _divide_into(

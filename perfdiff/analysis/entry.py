@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 
 # The statistics (pandas, scipy) are imported here, after both inputs were read: a trace is
 # read whole (its decompressed text, 35 MB for 100k events), and that peak need not sit on
-# top of 55 MiB of pandas and scipy (bench/README.md, issue 15).
+# top of 55 MiB of pandas and scipy (bench/README.md, issue 15). A run file is the exception
+# for pandas (readers.dispatch.ReadOptions.pandas_follows): it parses the file's float columns,
+# and compare's peak on run files is the cycle tables, not the reading (issue 25).
 
 
 def compare_loaded(normal_input: LoadedInput, abnormal_input: LoadedInput,

@@ -230,7 +230,8 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
 
     read = ReadOptions(cycle_range=cycle_range,
                        steps=None if steps is None else StepRange.parse(steps),
-                       ops=options is not None and options.by in ("op", "module"))
+                       ops=options is not None and options.by in ("op", "module"),
+                       pandas_follows=True)
     normal_input = open_input(normal, read, checked)
     abnormal_input = open_input(abnormal, read, checked)
     if normal_input.sharded is not None or abnormal_input.sharded is not None:
@@ -239,7 +240,8 @@ def compare_paths(normal: str | Path, abnormal: str | Path,
 
         return compare_sharded(normal_input, abnormal_input, options, labels, read=read,
                                settings=EngineSettings(scheduler=scheduler), progress=progress)
-    from perfdiff.analysis.entry import compare_loaded  # pandas, scipy: once both are read
+    # scipy (and pandas, unless a run file's floats needed it: pandas_follows) once both are read
+    from perfdiff.analysis.entry import compare_loaded
 
     return compare_loaded(normal_input, abnormal_input, options, labels)
 

@@ -26,12 +26,13 @@ from perfdiff.readers.latencyprism import (
     latencyprism_folder,
     read_latencyprism,
 )
-from perfdiff.readers.nsys import is_nsys_input, read_nsys
+from perfdiff.readers.nsys.detect import is_nsys_input
 from perfdiff.readers.steps import StepRange, select_steps
-from perfdiff.readers.torch_profiler import is_torch_profiler_input, read_torch_profiler
+from perfdiff.readers.torch_profiler.files import is_torch_profiler_input
 from perfdiff.schema.io import read_run_file
 from perfdiff.schema.loaded import IMPORTED_KIND, LATENCYPRISM_KIND, RUN_FILE_KIND, LoadedInput
 from perfdiff.schema.model import RunFile
+from perfdiff.schema.numeric_json import load_float_parser
 from perfdiff.schema.shards import is_sharded_run, join_shards, read_manifest
 
 
@@ -45,6 +46,11 @@ class ReadOptions:
     # link each kernel of a trace to its launching op and module (--by op|module): a third of
     # a trace's reading time, so only when asked (readers/torch_profiler/ops.py)
     ops: bool = False
+    # the command analyses what it reads with pandas (compare): pandas is then imported before
+    # a run file is read, and parses its float columns ~4x faster than numpy
+    # (schema/numeric_json.load_float_parser); never before a trace, whose reading peak it
+    # would raise (issue 15)
+    pandas_follows: bool = False
 
     def __post_init__(self) -> None:
         if self.cycle_range is not None:  # not an expression: a usage error, before reading
@@ -62,12 +68,20 @@ class InputKind:
     cuts_cycles: bool = False
 
 
+# A format's reader is imported when an input of that format is read: every input meets
+# every detector, and a run file's compare need not import the trace and nsys readers.
+
+
 def _read_trace(path: Path, options: ReadOptions) -> LoadedInput:
+    from perfdiff.readers.torch_profiler.reader import read_torch_profiler
+
     run_file = read_torch_profiler([path], cycle_range=options.cycle_range, ops=options.ops)
     return LoadedInput(str(path), IMPORTED_KIND, run_file=run_file)
 
 
 def _read_nsys(path: Path, options: ReadOptions) -> LoadedInput:
+    from perfdiff.readers.nsys.reader import read_nsys
+
     run_file = read_nsys(path, cycle_range=options.cycle_range)
     return LoadedInput(str(path), IMPORTED_KIND, run_file=run_file)
 
@@ -79,6 +93,8 @@ def _read_latencyprism(path: Path, options: ReadOptions) -> LoadedInput:
 
 
 def _read_run_file(path: Path, options: ReadOptions) -> LoadedInput:
+    if options.pandas_follows:
+        load_float_parser()
     return LoadedInput(str(path), RUN_FILE_KIND, run_file=read_run_file(path))
 
 
@@ -181,6 +197,8 @@ def import_inputs(paths: list[Path], options: ReadOptions | None = None,
                                  "an nsys export; give a file written by export_chrome_trace "
                                  "or tensorboard_trace_handler, or one `nsys export --type "
                                  "sqlite` file")
+        from perfdiff.readers.torch_profiler.reader import read_torch_profiler
+
         run_file = read_torch_profiler([p for p, _ in found], cycle_range=options.cycle_range,
                                        allow_missing_ranks=allow_missing_ranks, ops=options.ops)
         loaded = LoadedInput(", ".join(map(str, paths)), IMPORTED_KIND, run_file=run_file)

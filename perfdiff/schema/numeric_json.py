@@ -40,6 +40,8 @@ from perfdiff.schema.model import FloatArray, IntArray
 MIN_CHUNK_BYTES = 1024
 # Float arrays at least this long are parsed with pandas even if it is not loaded yet.
 _PANDAS_WORTH_BYTES = 32 * 2**20
+# Float arrays are grammar-checked in pieces of about this many bytes (see _float_grammar_ok).
+_GRAMMAR_PIECE = 2**18
 
 _POWERS_OF_TEN = tuple(10**k for k in range(1, 19))
 _INT64_MAX = np.iinfo(np.int64).max
@@ -301,8 +303,9 @@ def _parse_floats(chunk: bytes, nulls: int) -> FloatArray | None:
     Why pandas: from 3.1 on its CSV reader converts with fast_float, correctly rounded like
     ``float()`` and about five times faster than numpy's ``fromstring`` (about 40 against
     190 ns for a 17-digit value: half a million samples per metric make that a tenth of a
-    second). It is used only where pandas is already loaded (``compare``) or the array is big
-    enough to pay for importing it. No DataFrame leaves this function.
+    second). It is used only where pandas is already loaded (``compare`` loads it before
+    reading run files: :func:`load_float_parser`) or the array is big enough to pay for
+    importing it. No DataFrame leaves this function.
     """
     if _pandas_floats_exact() and ("pandas" in sys.modules or len(chunk) >= _PANDAS_WORTH_BYTES):
         import pandas as pd
@@ -324,6 +327,18 @@ def _parse_floats(chunk: bytes, nulls: int) -> FloatArray | None:
     return parsed
 
 
+def load_float_parser() -> None:
+    """Import pandas now, so that float columns read from here on go through its reader.
+
+    Why a call: a command that analyses with pandas anyway (``compare``) pays nothing for the
+    import and saves numpy's slower parser (2 x 1,000,000 launches: -0.6 s of CPU,
+    bench/README.md, issue 25); other commands keep reading without it (the size rule in
+    :func:`_parse_floats`). Nothing happens where pandas' reader is not exact.
+    """
+    if _pandas_floats_exact():
+        import pandas  # noqa: F401  (loaded: _parse_floats sees it in sys.modules)
+
+
 @functools.cache
 def _pandas_floats_exact() -> bool:
     """pandas >= 3.1 parses every float with one correctly rounded converter (fast_float)."""
@@ -342,6 +357,25 @@ def _pandas_floats_exact() -> bool:
 
 def _float_grammar_ok(chunk: bytes) -> bool:
     r"""The checks of ``-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?`` numpy's parser would miss.
+
+    Checked a piece of about :data:`_GRAMMAR_PIECE` bytes at a time, each piece ending at a
+    comma (the elements are checked one by one, so the pieces' verdicts add up to the
+    chunk's): the temporaries of :func:`_piece_grammar_ok` then stay small, and a fresh
+    array as long as the chunk costs more in page faults than its check (bench/README.md,
+    issue 25). A comma at the end leaves an empty last piece: an empty element, refused.
+    """
+    start = 0
+    while True:
+        stop = chunk.find(b",", start + _GRAMMAR_PIECE)
+        if not _piece_grammar_ok(chunk[start:] if stop < 0 else chunk[start:stop]):
+            return False
+        if stop < 0:
+            return True
+        start = stop + 1
+
+
+def _piece_grammar_ok(chunk: bytes) -> bool:
+    r"""The grammar of one piece of comma-separated elements.
 
     Vectorised over byte classes: each element starts with ``-`` or a digit, then a digit; no
     leading zero; a point has digits on both sides; ``+`` only after the exponent mark; ``-``

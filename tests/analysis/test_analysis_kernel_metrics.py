@@ -109,3 +109,36 @@ def test_matches_brute_force(
         assert np.isnan(got)
     else:
         assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
+
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 60), st.integers(1, 12), st.floats(0, 100)), max_size=12),
+    st.lists(st.tuples(st.integers(-5, 80), st.integers(0, 20)), max_size=40),
+    st.booleans(),
+    st.integers(1, 5),
+)
+def test_blocks_and_orders_give_the_reference_means(
+    segments: list[tuple[int, int, float]], queries: list[tuple[int, int]], in_order: bool,
+    block: int,
+) -> None:
+    """Queries in blocks of any size, in time order (the cumulative-count path) or not (the
+    binary search), zero-length ones included: the means of the code this replaced, bit
+    for bit (tests/reference_cycle_table.py)."""
+    from unittest.mock import patch
+
+    from perfdiff.analysis import kernel_metrics
+    from tests import reference_cycle_table as reference
+
+    series = _pm(sorted({t for t, _, _ in segments}), [v for _, _, v in segments][
+        :len({t for t, _, _ in segments})], max([w for _, w, _ in segments], default=5))
+    seg = metric_segments(series)
+    if in_order:
+        queries = sorted(queries)
+    qs = np.asarray([q for q, _ in queries], dtype=np.int64)
+    qe = qs + np.asarray([d for _, d in queries], dtype=np.int64)
+    want = reference.interval_means(qs, qe, *seg)
+    with patch.object(kernel_metrics, "BLOCK", block):
+        got = interval_means(qs, qe, *seg)
+    assert got.tobytes() == want.tobytes()

@@ -10,6 +10,7 @@ shuffled cycles with warm-ups, NaN and unsorted metric samples, NVML points, tra
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perfdiff.analysis import kernel_metrics
 from perfdiff.analysis.cycle_table import cycle_table
 from perfdiff.analysis.kernel_metrics import kernel_metric_means, launch_means
 from perfdiff.errors import InputError
@@ -151,6 +153,47 @@ def test_launch_means_match_one_series_at_a_time(run_file: RunFile) -> None:
         expected = reference.kernel_metric_means(run, series)
         assert means.tobytes() == expected.tobytes()
         assert kernel_metric_means(run, series).tobytes() == expected.tobytes()
+
+
+@settings(max_examples=100, deadline=None)
+@given(random_runs())
+def test_launch_means_of_launches_in_time_order(run_file: RunFile) -> None:
+    """Launches in time order (the usual case) take the cumulative-count path of
+    kernel_metrics, in blocks of any size; the means stay those of the reference, bit for
+    bit."""
+    run = run_file.runs[0]
+    k = run.kernels
+    order = np.argsort(k.start_ns, kind="stable")
+    ordered = KernelTable(**{f: None if getattr(k, f) is None else getattr(k, f)[order]
+                             for f in KernelTable.__dataclass_fields__})
+    run = Run(**{**run.__dict__, "kernels": ordered})
+    for block in (2, 7, 1 << 15):  # launches split into blocks, or all in one
+        with patch.object(kernel_metrics, "BLOCK", block):
+            together = launch_means(ordered.start_ns, ordered.end_ns, ordered.device,
+                                    run.metrics)
+        for series, means in zip(run.metrics, together, strict=True):
+            assert means.tobytes() == reference.kernel_metric_means(run, series).tobytes()
+
+
+def test_joint_weights_are_the_frame_of_columns() -> None:
+    """The one-block frame of the weighted sums equals the dict-of-columns frame it
+    replaced, column for column, bit for bit (NaN where a launch has no value)."""
+    from perfdiff.analysis.cycle_table import _joint_weights, _weights
+
+    rng = np.random.default_rng(3)
+    dur = rng.uniform(0.0, 5.0, 50)
+    means = [rng.uniform(0.0, 100.0, 50) for _ in range(3)]
+    means[1][::4] = np.nan
+    ons = [np.isfinite(m) & (rng.uniform(size=50) > 0.2) for m in means]
+    joint = [(0, ons[0]), (2, ons[2])]
+    want = pd.DataFrame({name: column for i, on in joint for name, column in (
+        (f"w{i}", np.where(on, dur, np.nan)), (f"wv{i}", np.where(on, dur * means[i], np.nan)))})
+    got = _joint_weights(dur, means, joint)
+    assert list(got.columns) == list(want.columns)
+    assert got.to_numpy().tobytes() == want.to_numpy().tobytes()
+    one = _weights(dur, means[1], ons[1])
+    assert one.to_numpy().tobytes() == pd.DataFrame(
+        {"w": dur[ons[1]], "wv": dur[ons[1]] * means[1][ons[1]]}).to_numpy().tobytes()
 
 
 def test_repeated_cycle_index_is_one_line() -> None:

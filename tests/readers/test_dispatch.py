@@ -151,3 +151,31 @@ def test_an_invalid_cycle_range_exits_2_in_one_line(
     code, _, err = run_cli(*command, "--cycle-range", "(unclosed")
     assert code == ExitCode.USAGE
     assert err.count("\n") == 1 and "is not a regular expression" in err, err
+
+
+def test_a_run_file_is_read_without_the_other_formats_readers() -> None:
+    """Every input meets every detector, but a format's reader is imported only for an input
+    of that format (their modules cost ~0.1 s of every run file's compare: issue 25)."""
+    import subprocess
+
+    path = FIXTURES / "gpt-infer-normal.json.gz"
+    probe = ("import sys\nfrom perfdiff.readers.dispatch import open_input\n"
+             f"open_input({str(path)!r})\n"
+             "print(sorted(m for m in sys.modules if m.endswith(('.reader', '.assemble', "
+             "'.build'))))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_readers_public_names_load_on_first_use() -> None:
+    import perfdiff.readers.nsys as nsys
+    import perfdiff.readers.torch_profiler as torch_profiler
+    from perfdiff.readers.nsys.reader import read_nsys
+    from perfdiff.readers.torch_profiler.reader import read_torch_profiler
+
+    assert torch_profiler.read_torch_profiler is read_torch_profiler
+    assert nsys.read_nsys is read_nsys
+    assert isinstance(torch_profiler.SOURCE_NAME, str) and isinstance(nsys.WORKLOAD_NAME, str)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = torch_profiler.nothing  # type: ignore[attr-defined]

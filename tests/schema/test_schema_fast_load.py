@@ -151,6 +151,22 @@ def test_nothing_invalid_gets_through(parser: str, text: str) -> None:
         assert _same_bits(parsed.float64(), _reference_floats(text.encode()))
 
 
+@settings(max_examples=1000, deadline=None)
+@given(st.text("0123456789,-+.eE", min_size=0, max_size=30), st.integers(0, 6))
+@example("1.5,2.5,", 1)
+@example("1.5,,2.5", 1)
+@example(",1.5", 0)
+@example("1.5,2.5,3.", 2)
+def test_float_grammar_in_pieces_is_the_grammar_of_the_whole(text: str, piece: int) -> None:
+    """Checked in pieces cut at commas (any piece size), the grammar's verdict is the one of
+    the whole text at once, empty elements at the cuts included."""
+    chunk = text.encode()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(numeric_json, "_GRAMMAR_PIECE", piece)
+        in_pieces = numeric_json._float_grammar_ok(chunk)
+    assert in_pieces == numeric_json._piece_grammar_ok(chunk)
+
+
 @pytest.mark.parametrize("token", [
     "0", "7", "-5", "132", "9223372036854775806", "-9223372036854775807",
     "9223372036854775807", "+1", "01", "-0", "1_0", " 1", "1.0", "null", "٣",

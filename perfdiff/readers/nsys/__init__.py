@@ -25,7 +25,8 @@ selected, in chunks; nothing else is loaded (bench/README.md has the numbers). T
 counted first and refused in one line when they would not fit the input limit
 (``PERFDIFF_MAX_INPUT_GIB``, :mod:`perfdiff.limits`).
 
-Layout: ``reader`` (entry) -> ``build`` (runs, run file) -> ``cycles`` / ``metrics`` /
+Layout: ``detect`` (is it an export? asked by the door of every input, imports no reader),
+``reader`` (entry) -> ``build`` (runs, run file) -> ``cycles`` / ``metrics`` /
 ``machine`` -> ``budget`` (rows counted against the limit) -> ``activity`` (rows to
 columns) -> ``database`` (open, schema, version) -> ``tables`` (the spellings, as data);
 ``rep`` converts ``.nsys-rep`` through nsys.
@@ -33,7 +34,25 @@ columns) -> ``database`` (open, schema, version) -> ``tables`` (the spellings, a
 
 from __future__ import annotations
 
-from perfdiff.readers.nsys.build import SOURCE_NAME, WORKLOAD_NAME
-from perfdiff.readers.nsys.reader import is_nsys_input, read_nsys
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from perfdiff.readers.nsys.detect import is_nsys_input
+
+if TYPE_CHECKING:
+    from perfdiff.readers.nsys.build import SOURCE_NAME, WORKLOAD_NAME
+    from perfdiff.readers.nsys.reader import read_nsys
+
+# imported on first use: the door asks every input whether it is an export (``detect``), and
+# a run file's compare need not import the reader (bench/README.md, issue 25)
+_LAZY = {"SOURCE_NAME": "build", "WORKLOAD_NAME": "build", "read_nsys": "reader"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = ["SOURCE_NAME", "WORKLOAD_NAME", "is_nsys_input", "read_nsys"]

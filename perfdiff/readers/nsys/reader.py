@@ -29,13 +29,6 @@ from perfdiff.schema.model import RunFile
 from perfdiff.schema.sense import check_run_file
 
 
-def is_nsys_input(path: str | Path) -> bool:
-    """Whether ``path`` is an nsys report (by its suffix: only nsys reads it) or a SQLite
-    file (by its first bytes; whether it is an nsys export is checked when it is read)."""
-    p = Path(path)
-    return p.is_file() and (is_report(p) or is_sqlite_file(p))
-
-
 def read_nsys(path: str | Path, *, cycle_range: str | None = None) -> RunFile:
     """The run file of an nsys SQLite export, or of a ``.nsys-rep`` (converted by nsys).
 

@@ -39,14 +39,32 @@ events) -> ``timestamps`` / ``metadata`` / ``files`` -> ``events`` (msgspec stru
 
 from __future__ import annotations
 
-from perfdiff.readers.torch_profiler.assemble import SOURCE_NAME, WORKLOAD_NAME
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from perfdiff.readers.torch_profiler.files import (
     is_torch_profiler_input,
     is_trace_file,
     trace_files_in,
 )
-from perfdiff.readers.torch_profiler.reader import read_torch_profiler
-from perfdiff.readers.torch_profiler.timestamps import us_text_to_ns, us_texts_to_ns
+
+if TYPE_CHECKING:
+    from perfdiff.readers.torch_profiler.assemble import SOURCE_NAME, WORKLOAD_NAME
+    from perfdiff.readers.torch_profiler.reader import read_torch_profiler
+    from perfdiff.readers.torch_profiler.timestamps import us_text_to_ns, us_texts_to_ns
+
+# imported on first use: the door asks every input whether it is a trace (``files``), and a
+# run file's compare need not import the reader (~40 ms; bench/README.md, issue 25)
+_LAZY = {"SOURCE_NAME": "assemble", "WORKLOAD_NAME": "assemble",
+         "read_torch_profiler": "reader", "us_text_to_ns": "timestamps",
+         "us_texts_to_ns": "timestamps"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 __all__ = [
     "SOURCE_NAME",
