@@ -57,11 +57,9 @@ def headline(
             return None
         per_side.append(_pooled([s for s in sides if s is not None]))
     n, a = per_side[0], per_side[1]
-    devices = sorted({device for _, device in groups})
-    device = (devices[0] if len(devices) == 1 else " + ".join(devices)
-              if len(devices) <= DEVICES_NAMED else f"{len(devices)} devices")
     pid = groups[0][0] if len(groups) == 1 else None
     families = sorted(set(n.family_ms) | set(a.family_ms))
+    mix_n, mix_a = _mix(n.work), _mix(a.work)
     parts = [
         HeadlinePart(
             label=f,
@@ -69,8 +67,8 @@ def headline(
             ms_normal=n.family_ms.get(f, 0.0),
             ms_abnormal=a.family_ms.get(f, 0.0),
             delta_ms=a.family_ms.get(f, 0.0) - n.family_ms.get(f, 0.0),
-            detail_normal=n.mix.get(f, ""),
-            detail_abnormal=a.mix.get(f, ""),
+            detail_normal=mix_n.get(f, ""),
+            detail_abnormal=mix_a.get(f, ""),
         )
         for f in families
     ]
@@ -87,7 +85,7 @@ def headline(
     parts.sort(key=lambda p: (-abs(p.delta_ms), p.label))
     work_n, work_a = sum(n.family_ms.values()), sum(a.family_ms.values())
     return Headline(
-        device=device,
+        device=_devices_label(groups),
         pid=pid,
         cycle_ms_normal=n.cycle_ms,
         cycle_ms_abnormal=a.cycle_ms,
@@ -113,41 +111,45 @@ def _busiest(works: tuple[pd.DataFrame, pd.DataFrame]) -> list[tuple[int, str]]:
     return [(int(pid), str(device)) for pid, device in best.to_list()]
 
 
+def _devices_label(groups: list[tuple[int, str]]) -> str:
+    """The device split, or the pooled processes' devices (named up to ``DEVICES_NAMED``)."""
+    devices = sorted({device for _, device in groups})
+    if len(devices) == 1:
+        return devices[0]
+    if len(devices) <= DEVICES_NAMED:
+        return " + ".join(devices)
+    return f"{len(devices)} devices"
+
+
 def _pooled(sides: list[_Side]) -> _Side:
     """Means over every process's cycles together, as the comparison's mean cycle time is."""
     if len(sides) == 1:
         return sides[0]
     total = sum(s.n_cycles for s in sides)
-    family_ms: dict[str, float] = {}
-    for s in sides:
-        for f, ms in s.family_ms.items():
-            family_ms[f] = family_ms.get(f, 0.0) + ms * s.n_cycles / total
     return _Side(
         cycle_ms=sum(s.cycle_ms * s.n_cycles for s in sides) / total,
-        family_ms=family_ms,
         idle_ms=sum(s.idle_ms * s.n_cycles for s in sides) / total,  # NaN when one is unknown
-        mix=_mix(pd.concat([s.work for s in sides])),
         n_cycles=total,
         work=pd.concat([s.work for s in sides]),
     )
 
 
 class _Side:
-    """Means per cycle of one side on one device."""
+    """Means per cycle of one side: one process on one device, or several pooled."""
 
-    def __init__(self, cycle_ms: float, family_ms: dict[str, float], idle_ms: float,
-                 mix: dict[str, str], n_cycles: int, work: pd.DataFrame) -> None:
+    def __init__(self, cycle_ms: float, idle_ms: float, n_cycles: int,
+                 work: pd.DataFrame) -> None:
         self.n_cycles = n_cycles
-        self.work = work  # the work rows split (for the pooled precision mix)
+        self.work = work  # the work rows split (families, precision mix)
         self.cycle_ms = cycle_ms
-        self.family_ms = family_ms
+        self.family_ms = {str(f): float(t) / n_cycles
+                          for f, t in work.groupby("family")[C.TIME_MS].sum().items()}
         self.idle_ms = idle_ms
-        self.mix = mix
         # with GPU idle known (perfdiff's tables): negative when kernels on several streams
         # ran at once (their times add to more than the time the GPU was busy); without it
         # (imported tables): the rest of the cycle, idle and host time together
-        self.rest_ms = cycle_ms - sum(family_ms.values()) - (0.0 if math.isnan(idle_ms)
-                                                             else idle_ms)
+        self.rest_ms = cycle_ms - sum(self.family_ms.values()) - (
+            0.0 if math.isnan(idle_ms) else idle_ms)
 
 
 def _side(table: pd.DataFrame, work: pd.DataFrame, pid: int, device: str) -> _Side | None:
@@ -162,16 +164,11 @@ def _side(table: pd.DataFrame, work: pd.DataFrame, pid: int, device: str) -> _Si
     idle_rows = of_pid & (table[C.DEVICE] == device).to_numpy(dtype=bool, na_value=False) & (
         table[C.FUNCTION] == C.IDLE_FUNCTION).to_numpy(dtype=bool, na_value=False)
     idle = table.loc[idle_rows, [C.RUN, C.CYCLE, C.TIME_MS]].drop_duplicates([C.RUN, C.CYCLE])
-    w = work[(work[C.PID] == pid) & (work[C.DEVICE] == device)]
-    family_ms = {str(f): float(t) / n_cycles
-                 for f, t in w.groupby("family")[C.TIME_MS].sum().items()}
     return _Side(
         cycle_ms=float(cycles[C.CYCLE_MS].mean()),
-        family_ms=family_ms,
         idle_ms=float(idle[C.TIME_MS].sum()) / n_cycles if len(idle) else math.nan,
-        mix=_mix(w),
         n_cycles=n_cycles,
-        work=w,
+        work=work[(work[C.PID] == pid) & (work[C.DEVICE] == device)],
     )
 
 

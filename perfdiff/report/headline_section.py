@@ -107,13 +107,11 @@ def _split_lines(split: Headline, comparison: Comparison) -> list[str]:
     rows.append(["**cycle time**", fmt_ms(split.cycle_ms_normal), fmt_ms(split.cycle_ms_abnormal),
                  f"**{fmt_ms(split.delta_ms, signed=True)}**", ""])
     where = md_code(device_text(split.device, split.pid, comparison))
-    title = (f"Where the cycle time went on {where}, mean ms per cycle (the parts add up to "
-             "the change; families sum their kernels' and copies' time):")
-    if split.processes > 1:
-        title = (f"Where the cycle time went on {where}, every cycle of the "
-                 f"{fmt_int(split.processes)} processes pooled as the mean cycle time is (each "
-                 "process on its busiest device), mean ms per cycle (the parts add up to the "
-                 "change; families sum their kernels' and copies' time):")
+    pooled = ("" if split.processes < 2 else
+              f", every cycle of the {fmt_int(split.processes)} processes pooled as the mean "
+              "cycle time is (each process on its busiest device)")
+    title = (f"Where the cycle time went on {where}{pooled}, mean ms per cycle (the parts add "
+             "up to the change; families sum their kernels' and copies' time):")
     table = pipe_table(
         ["Part", md_cell(comparison.normal.label), md_cell(comparison.abnormal.label), "Δ",
          "precision, engine (normal → abnormal)"],
