@@ -172,13 +172,14 @@ def compare_tables(
         tables[0].drop_duplicates([C.RUN, C.PID, C.CYCLE]).groupby(C.PID)[C.CYCLE_MS].mean()
     )
     threshold_ms_by_pid = cycle_ms_by_pid
-    if split is not None and split.traced and split.host_bound and split.pid is not None:
+    if split is not None and split.traced and split.host_bound:
         # tracing inflates the host's part of a host-bound cycle: a change of the GPU's work
-        # is measured against that work, not against a cycle the recording lengthened
+        # is measured against that work, not against a cycle the recording lengthened (every
+        # process the split pools)
         work_ms = max(split.gpu_work_ms_normal, split.gpu_work_ms_abnormal)
         threshold_ms_by_pid = cycle_ms_by_pid.copy()
-        cycle_ms = float(cycle_ms_by_pid.get(split.pid, work_ms))
-        threshold_ms_by_pid[split.pid] = min(work_ms, cycle_ms)
+        for pid in split.pids:
+            threshold_ms_by_pid[pid] = min(work_ms, float(cycle_ms_by_pid.get(pid, work_ms)))
         notes.append(host_bound_note(split, opts.practical_threshold_pct))
     rows, inventory, mde_pct = _rows(units, opts, comparable, cycle_ms_by_pid, unit,
                                      threshold_ms_by_pid)

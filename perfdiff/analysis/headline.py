@@ -97,7 +97,7 @@ def headline(
         host_bound=idle_known and any(s.idle_ms >= HOST_BOUND_IDLE_SHARE * s.cycle_ms
                                       for s in (n, a)),
         traced=traced,
-        processes=len(groups),
+        pids=tuple(p for p, _ in groups),
     )
 
 

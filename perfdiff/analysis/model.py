@@ -271,9 +271,14 @@ class Headline:
     parts: tuple[HeadlinePart, ...]  # largest |delta| first
     host_bound: bool  # GPU idle >= half of the cycle on a side
     traced: bool  # an input is a trace or traced cycles: tracing inflates host time
-    # processes whose cycles the split pools, each on its busiest device, as the comparison's
-    # mean cycle time pools them (``pid`` is None then, ``device`` names the devices)
-    processes: int = 1
+    # the processes whose cycles the split pools, each on its busiest device, as the
+    # comparison's mean cycle time pools them (several: ``pid`` is None, ``device`` names the
+    # devices)
+    pids: tuple[int, ...] = ()
+
+    @property
+    def processes(self) -> int:
+        return max(1, len(self.pids))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@ first finding is a change of GPU work when cycles are host-bound under tracing."
 
 from __future__ import annotations
 
+import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -165,3 +167,32 @@ def test_one_process_has_no_pooling_sentence() -> None:
                        FIXTURES / "timm/timm-vit-fp32.json.gz")
     assert c.headline is not None and c.headline.processes == 1
     assert "processes pooled" not in render_markdown(c).split("## 1.")[0]
+
+
+def _two_ranks(folder: Path, trace: Path) -> Path:
+    """The same real torch.profiler trace written as ranks 0 and 1 of one job, rank 1's host
+    process renumbered (two ranks are two processes)."""
+    data = json.loads(gzip.decompress(trace.read_bytes()))
+    host = {e["pid"] for e in data["traceEvents"] if e.get("cat") == "cpu_op"}
+    folder.mkdir()
+    for rank in (0, 1):
+        data["distributedInfo"] = {"rank": rank, "world_size": 2}
+        if rank:
+            for e in data["traceEvents"]:
+                if e.get("pid") in host:
+                    e["pid"] = e["pid"] + 1
+        (folder / f"rank{rank}.pt.trace.json.gz").write_bytes(
+            gzip.compress(json.dumps(data).encode()))
+    return folder
+
+
+def test_host_bound_traces_of_several_ranks_keep_the_note(tmp_path: Path) -> None:
+    """The pooled split of several processes still says that tracing inflates host time, as
+    the split of one process does (the timm torch.profiler traces are host-bound)."""
+    bf16, fp32 = (FIXTURES / f"kineto/timm-vit-{p}.pt.trace.json.gz" for p in ("bf16", "fp32"))
+    one = compare_inputs(bf16, fp32)
+    two = compare_inputs(_two_ranks(tmp_path / "bf16", bf16), _two_ranks(tmp_path / "fp32", fp32))
+    assert one.headline is not None and one.headline.host_bound
+    assert two.headline is not None and two.headline.processes == 2 and two.headline.host_bound
+    for c in (one, two):
+        assert any("host-bound under tracing" in n for n in c.notes)
