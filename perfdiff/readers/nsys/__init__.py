@@ -34,9 +34,9 @@ columns) -> ``database`` (open, schema, version) -> ``tables`` (the spellings, a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from perfdiff.readers.lazy_names import lazy_names
 from perfdiff.readers.nsys.detect import is_nsys_input
 
 if TYPE_CHECKING:
@@ -47,12 +47,7 @@ if TYPE_CHECKING:
 # a run file's compare need not import the reader (bench/README.md, issue 25)
 _LAZY = {"SOURCE_NAME": "build", "WORKLOAD_NAME": "build", "read_nsys": "reader"}
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = ["SOURCE_NAME", "WORKLOAD_NAME", "is_nsys_input", "read_nsys"]

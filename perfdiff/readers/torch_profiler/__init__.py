@@ -39,9 +39,9 @@ events) -> ``timestamps`` / ``metadata`` / ``files`` -> ``events`` (msgspec stru
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from perfdiff.readers.lazy_names import lazy_names
 from perfdiff.readers.torch_profiler.files import (
     is_torch_profiler_input,
     is_trace_file,
@@ -59,12 +59,7 @@ _LAZY = {"SOURCE_NAME": "assemble", "WORKLOAD_NAME": "assemble",
          "read_torch_profiler": "reader", "us_text_to_ns": "timestamps",
          "us_texts_to_ns": "timestamps"}
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "SOURCE_NAME",
