@@ -43,8 +43,10 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
     torch.cuda = types.SimpleNamespace(is_initialized=lambda: True,  # type: ignore[attr-defined]
                                        current_device=lambda: 0)
     monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.setattr(recorder_module, "open_marker",
-                        lambda torch, device, warnings, instead: events.append("marks") or None)
+    def no_marker(torch: Any, device: int, warnings: list[str], instead: str) -> None:
+        events.append("marks")
+
+    monkeypatch.setattr(recorder_module, "open_marker", no_marker)
     pm_module = types.ModuleType("perfdiff.collect.pm_sampling")
     pm_module.PmSampler = lambda *a, **k: FakeSampler("pm")  # type: ignore[attr-defined]
     pm_module.PmSamplingUnavailable = RuntimeError  # type: ignore[attr-defined]
