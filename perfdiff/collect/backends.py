@@ -79,8 +79,5 @@ class Sources:
     # the folder the trace spools CUPTI's buffers into (spool.py), removed once it has stopped
     spool_dir: str | None = None
 
-    def source_names(self) -> tuple[str, ...]:
-        return (self.trace.name, *(s.name for s in self.samplers))
-
 
 __all__ = ["BoundaryMarker", "MetricSampler", "Sources", "TraceBackend"]

@@ -306,16 +306,11 @@ class ChildCollector:
                                python_version=platform.python_version(),
                                devices=(fake_device(0),))
         from perfdiff.collect.environment import gather_environment
+        from perfdiff.collect.sources import nvml_library
 
-        nvml = None
-        try:
-            from perfdiff.collect.nvml import load_nvml
-
-            nvml = load_nvml()
-        except Exception:
-            nvml = None
         device = int(torch.cuda.current_device()) if torch is not None else 0
-        return gather_environment(torch, device, nvml)
+        # NVML only for the driver and clocks here: its absence was said when sampling began
+        return gather_environment(torch, device, nvml_library(False, []))
 
 
 def _cuda_synchronize() -> Any:
