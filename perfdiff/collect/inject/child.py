@@ -53,6 +53,9 @@ from perfdiff.markers import set_active_recorder
 from perfdiff.schema.model import CycleTable, Environment, RunFile, Status, Workload
 
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+WINDOWS_UNSAMPLED = ("they start at a cycle mark, and --cycle-ms windows are cut after the "
+                     "run; mark cycles (--cycle-range, --cycle-function, perfdiff.cycle()) to "
+                     "have them; kernels are traced")
 
 
 def should_record(environ: dict[str, str] | os._Environ[str], argv: list[str]) -> bool:
@@ -111,11 +114,15 @@ class ChildCollector:
         self.config = config
         self.trace = trace
         self.rank = _env_int("RANK")
-        # --cycle-ms windows are cut after the run: no untraced cycles, no boundary marks
-        self.core = Recorder(config, trace,
-                             untraced_every=0 if config.cycle_ms else config.untraced_every,
-                             find_gpu=program_gpu if config.backend == "cupti" else None,
-                             marks=not config.cycle_ms, on_sampler_start=self._finish_last)
+        # --cycle-ms windows are cut after the run: no untraced cycles, no boundary marks, and
+        # no cycle mark to start the samplers at (they were silently absent, and the run file
+        # blamed the program for never initialising CUDA)
+        windows = bool(config.cycle_ms)
+        self.core = Recorder(
+            config, trace, untraced_every=0 if windows else config.untraced_every,
+            find_gpu=program_gpu if config.backend == "cupti" and not windows else None,
+            marks=not windows, on_sampler_start=self._finish_last,
+            sampling_off=WINDOWS_UNSAMPLED if windows and config.backend == "cupti" else None)
         self.log = self.core.log
         self.recorder = _Recorder(self.log, config.warmup)
         self.failure: str | None = None
