@@ -115,10 +115,19 @@ def test_fixed_windows_say_their_samplers_did_not_run_and_why(
     run file said the program never initialised CUDA, which was not why."""
     config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend="cupti")
     windows = ChildCollector(config, FakeTrace())
-    windows.core.start_samplers()  # a perfdiff.cycle() mark in such a program: nothing starts
     windows.stop_samplers()
     assert events == []
     assert windows.warnings == [
         "PM sampling and NVML did not run: they start at a cycle mark, and --cycle-ms windows "
         "are cut after the run; mark cycles (--cycle-range, --cycle-function, perfdiff.cycle()) "
         "to have them; kernels are traced"]
+
+
+def test_fixed_windows_of_a_program_that_marks_cycles_still_sample(
+        collector: ChildCollector) -> None:
+    """perfdiff.cycle() marks in a --cycle-ms program start the samplers (no boundary marks:
+    the windows are cut from launch records)."""
+    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend="cupti", warmup=0)
+    windows = ChildCollector(config, FakeTrace())
+    windows.recorder.begin_cycle("step", False)
+    assert events == ["start nvml", "start pm"]
