@@ -53,6 +53,14 @@ from perfdiff.markers import set_active_recorder
 from perfdiff.schema.model import CycleTable, Environment, RunFile, Status, Workload
 
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+# why the samplers never started: they start at a cycle mark once torch has initialised CUDA
+NO_TORCH_CUDA = ("they start once PyTorch has initialised CUDA in the program, and this program "
+                 "never did (CUDA used without torch, e.g. through Triton, CuPy or a C "
+                 "extension); import torch and touch CUDA (torch.cuda.init()) before the first "
+                 "cycle to have them; kernels are traced")
+WINDOWS_UNSAMPLED = ("they start at a cycle mark, and --cycle-ms windows are cut after the "
+                     "run; mark cycles (--cycle-range, --cycle-function, perfdiff.cycle()) to "
+                     "have them; kernels are traced")
 
 
 def should_record(environ: dict[str, str] | os._Environ[str], argv: list[str]) -> bool:
@@ -111,11 +119,14 @@ class ChildCollector:
         self.config = config
         self.trace = trace
         self.rank = _env_int("RANK")
-        # --cycle-ms windows are cut after the run: no untraced cycles, no boundary marks
-        self.core = Recorder(config, trace,
-                             untraced_every=0 if config.cycle_ms else config.untraced_every,
-                             find_gpu=program_gpu if config.backend == "cupti" else None,
-                             marks=not config.cycle_ms, on_sampler_start=self._finish_last)
+        # --cycle-ms windows are cut after the run: no untraced cycles, no boundary marks, and
+        # no cycle mark to start the samplers at unless the program marks its own
+        windows = bool(config.cycle_ms)
+        self.core = Recorder(
+            config, trace, untraced_every=0 if windows else config.untraced_every,
+            find_gpu=program_gpu if config.backend == "cupti" else None,
+            marks=not windows, on_sampler_start=self._finish_last,
+            no_gpu_why=WINDOWS_UNSAMPLED if windows else NO_TORCH_CUDA)
         self.log = self.core.log
         self.recorder = _Recorder(self.log, config.warmup)
         self.failure: str | None = None
