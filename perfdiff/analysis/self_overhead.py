@@ -106,6 +106,7 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
             f"{found.untraced_cycles} untraced cycle(s) ({found.traced_cycles} traced); "
             f"{_what_it_covers(run_file)}{_between_cycles(run_file)}"
         )
+        notes.extend(_schedule_note(run_file, source))
     else:
         notes.extend(_traced_time_note(run_file, source))
     held = 0
@@ -123,6 +124,41 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
                      f"{held} measured cycle(s) (up to {longest / 1e6:.1f} ms), which those "
                      "cycles include")
     return notes
+
+
+def _schedule_note(run_file: RunFile, source: str) -> list[str]:
+    """How many cycles were traced and why (``untraced_schedule`` in the workload params,
+    written by ``collect/untraced_schedule.py``): the share, what a traced cycle cost against
+    an untraced one while the program ran, and the whole-run cost they add up to against the
+    target. Why: the overhead figure is per traced cycle; what the user's program paid over
+    the whole run is that figure times the share, and the share was chosen for it."""
+    schedule = run_file.workload.params.get("untraced_schedule")
+    if not isinstance(schedule, dict):
+        return []
+    keys = ("traced_share", "measured_cycles", "traced_cost_ratio", "traced_cost_ratio_low",
+            "traced_cost_ratio_high", "expected_cost")
+    numbers = [v for v in (schedule.get(key) for key in keys)
+               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) != len(keys):
+        return []  # no traced or no timed untraced cycle: nothing measured to say
+    share, measured, ratio, low, high, cost = (float(v) for v in numbers)
+    target = schedule.get("cost_target")
+    chosen = str(schedule.get("chosen_by", ""))
+    if isinstance(target, (int, float)) and chosen == "cost target":
+        why = f"chosen while it ran to keep the whole run within {target:.2f} x its untraced time"
+        floor = schedule.get("floor_bound_stretches")
+        if isinstance(floor, int) and floor > 0 and cost > target:
+            why += (f"; out of reach: {floor} traced stretch(es) were kept anyway, so that the "
+                    "kernel statistics have samples")
+    else:
+        why = f"fixed by {chosen}" if chosen else "fixed"
+    switch = schedule.get("switch_ms")
+    switch_text = (f", switching tracing off and on {switch:.2f} ms"
+                   if isinstance(switch, (int, float)) and switch > 0 else "")
+    return [f"{source}: {100 * share:.0f} % of {measured:.0f} measured cycles traced ({why}): a "
+            f"traced cycle took {ratio:.2f} x an untraced one (95 % interval {low:.2f} to "
+            f"{high:.2f}){switch_text}, so the whole run cost about {cost:.2f} x the program's "
+            "untraced time"]
 
 
 def _traced_time_note(run_file: RunFile, source: str) -> list[str]:

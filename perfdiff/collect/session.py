@@ -111,7 +111,7 @@ def run_collection(
                    on_cycle_begin=on_cycle_begin,
                    mark=marker.mark if marker is not None else None)
     every = settings.untraced_every if workload.untraced_cycles else 0
-    untraced = UntracedCycles(every, trace, log, started)
+    untraced = UntracedCycles(every, trace, log, started, cost_target=settings.cost_target)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None

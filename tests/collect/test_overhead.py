@@ -129,7 +129,8 @@ def test_samplers_started_later_pause_and_resume_with_the_untraced_cycle() -> No
     assert pm.switches == [False, True, False, True]
     assert untraced.errors == ["pausing pm_sampling for an untraced cycle failed (RuntimeError: "
                                "poller gone); it kept sampling there"]
-    assert untraced.params() == {"untraced_pause": ["cupti_activity", "nvml"]}
+    assert untraced.params()["untraced_pause"] == ["cupti_activity", "nvml"]
+    assert untraced.params()["untraced_schedule"]["chosen_by"] == "--untraced-every 4"
 
 
 def test_off_and_backends_without_pause_trace_every_cycle() -> None:
@@ -168,7 +169,8 @@ def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake"}
     env.pop("PERFDIFF_INJECT_CONFIG", None)
     out = tmp_path / "run.json.gz"
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "1", "--",
+    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "1",
+                           "--untraced-every", "8", "--",
                            sys.executable, "prog.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -184,9 +186,11 @@ def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     found = self_overhead(rf)  # the timed ones only
     assert found is not None and found.untraced_cycles == 4 and found.traced_cycles == 24
     assert 15 < found.overhead_pct < 35  # 5 ms vs 4 ms: +25 %
-    (note,) = self_overhead_notes(rf, "run.json.gz")
+    note, share = self_overhead_notes(rf, "run.json.gz")
     assert "tracing overhead on this run +" in note and "4 untraced cycle(s)" in note
     assert "no PM or NVML sampler ran" in note  # the fake backend has none
+    assert share.startswith("run.json.gz: 75 % of 32 measured cycles traced (fixed by "
+                            "--untraced-every 8)")
 
 
 def _with_cycles(durations_ms: list[float], traced: list[int]) -> object:

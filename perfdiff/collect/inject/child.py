@@ -115,7 +115,7 @@ class ChildCollector:
                             on_cycle_end=_between_cycles(trace))
         self.samplers: list[MetricSampler] = []
         self.untraced = UntracedCycles(0 if config.cycle_ms else config.untraced_every, trace,
-                                       self.log, self.samplers)
+                                       self.log, self.samplers, cost_target=config.cost_target)
         self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
         self.metrics: list[MetricSeries] = []
         self._samplers_stopped = False
@@ -179,10 +179,13 @@ class ChildCollector:
         log's switch acts only while no optimizer has stepped, and neither while the other's
         untraced cycle is open."""
         every = 0 if self.config.cycle_ms else self.config.untraced_every
-        optimizer = UntracedCycles(every, self.trace, found.optimizer_log, self.samplers)
+        target = self.config.cost_target
+        optimizer = UntracedCycles(every, self.trace, found.optimizer_log, self.samplers,
+                                   cost_target=target)
         profiler = UntracedCycles(
             every, self.trace, found.profiler_log, self.samplers,
-            allowed=lambda: not found.optimizer_log.starts and not optimizer.paused)
+            allowed=lambda: not found.optimizer_log.starts and not optimizer.paused,
+            cost_target=target)
         optimizer.allowed = lambda: not profiler.paused
         self.found_untraced = {id(found.optimizer_log): optimizer,
                                id(found.profiler_log): profiler}
