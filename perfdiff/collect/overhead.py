@@ -67,6 +67,9 @@ class UntracedCycles:
     # False: leave the next cycle traced (another log's untraced cycle is open: found_cycles)
     allowed: Callable[[], bool] = lambda: True
     cost_target: float = DEFAULT_COST_TARGET
+    # why every cycle is traced where ``every`` is 0 (the run file says it): the launcher
+    # knows; "" for the option itself
+    off_reason: str = ""
     positions: list[int] = field(default_factory=list)  # log positions of untraced cycles
     errors: list[str] = field(default_factory=list)
     schedule: Schedule | None = None
@@ -86,6 +89,9 @@ class UntracedCycles:
     def __post_init__(self) -> None:
         usable = callable(getattr(self.trace, "pause", None))
         self.schedule = make_schedule(self.every, self.cost_target) if usable else None
+        if self.every != 0 and not usable:
+            self.off_reason = "the tracing backend cannot switch off"
+        self.off_reason = self.off_reason or "--untraced-every 0"
         if self.schedule is None:
             self.every = 0
             return
@@ -204,13 +210,20 @@ class UntracedCycles:
             self.errors.append(error)
 
     def params(self) -> dict[str, Any]:
-        """The run file's record of what the untraced cycles switched off (workload params
-        ``untraced_pause``), so the report can say what its overhead figure covers; {} when
-        no cycle was left untraced."""
-        if not self.positions or self.schedule is None:
+        """The run file's record of the split (workload params ``untraced_schedule``: how it
+        was chosen and what it measured, or why every cycle was traced) and of what the
+        untraced cycles switched off (``untraced_pause``), so that the report can say what
+        the collector cost this run, or why it cannot; {} for a log that saw no measured
+        cycle (cycles found after the run come from no log)."""
+        if self.schedule is None:
+            return {"untraced_schedule": {"chosen_by": f"off: {self.off_reason}"}}
+        schedule = self.schedule.params()
+        if not schedule.get("measured_cycles"):
             return {}
+        if not self.positions:
+            return {"untraced_schedule": schedule}
         return {"untraced_pause": ["cupti_activity", *sorted(self._ever_paused)],
-                "untraced_schedule": self.schedule.params()}
+                "untraced_schedule": schedule}
 
     def apply(self, table: CycleTable) -> CycleTable:
         """``table`` with ``traced`` set (and untraced cycles flagged warm-up)."""

@@ -56,6 +56,9 @@ class _Stopped:
     warnings: list[str] = field(default_factory=list)
 
 
+_BENCHMARK = "a benchmark workload: each cycle is a sample of a case"
+
+
 def run_collection(
     workload: Workload,
     plan: CyclePlan,
@@ -111,7 +114,8 @@ def run_collection(
                    on_cycle_begin=on_cycle_begin,
                    mark=marker.mark if marker is not None else None)
     every = settings.untraced_every if workload.untraced_cycles else 0
-    untraced = UntracedCycles(every, trace, log, started, cost_target=settings.cost_target)
+    untraced = UntracedCycles(every, trace, log, started, cost_target=settings.cost_target,
+                              off_reason="" if workload.untraced_cycles else _BENCHMARK)
     status = Status("complete")
     interrupted = False
     error: BaseException | None = None

@@ -133,14 +133,20 @@ def test_samplers_started_later_pause_and_resume_with_the_untraced_cycle() -> No
     assert untraced.params()["untraced_schedule"]["chosen_by"] == "--untraced-every 4"
 
 
-def test_off_and_backends_without_pause_trace_every_cycle() -> None:
-    for every, trace in ((0, _Trace()), (8, object())):
+def test_off_and_backends_without_pause_trace_every_cycle_and_say_why() -> None:
+    """The run file says why every cycle was traced, so the report can (issue 28 item 4)."""
+    cases = ((0, _Trace(), "", "--untraced-every 0"),
+             (8, object(), "", "the tracing backend cannot switch off"),
+             (None, object(), "", "the tracing backend cannot switch off"),
+             (0, _Trace(), "a benchmark workload", "a benchmark workload"))
+    for every, trace, reason, said in cases:
         log = _log([0])
-        untraced = UntracedCycles(every, trace, log)
+        untraced = UntracedCycles(every, trace, log, off_reason=reason)
         for _ in range(20):
             log.begin_cycle("", False)
             log.end_cycle()
         assert untraced.apply(log.table()).traced is None
+        assert untraced.params() == {"untraced_schedule": {"chosen_by": f"off: {said}"}}
 
 
 def test_hold_is_clipped_to_each_cycle() -> None:

@@ -114,8 +114,10 @@ class ChildCollector:
         self.log = CycleLog(clock_ns=trace.clock_ns,
                             on_cycle_end=_between_cycles(trace))
         self.samplers: list[MetricSampler] = []
-        self.untraced = UntracedCycles(0 if config.cycle_ms else config.untraced_every, trace,
-                                       self.log, self.samplers, cost_target=config.cost_target)
+        self.untraced = UntracedCycles(
+            0 if config.cycle_ms else config.untraced_every, trace, self.log, self.samplers,
+            cost_target=config.cost_target,
+            off_reason="fixed windows (--cycle-ms)" if config.cycle_ms else "")
         self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
         self.metrics: list[MetricSeries] = []
         self._samplers_stopped = False
