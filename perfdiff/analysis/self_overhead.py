@@ -160,6 +160,9 @@ def _schedule_note(run_file: RunFile, source: str) -> list[str]:
         if isinstance(floor, int) and floor > 0 and cost > target:
             why += (f"; out of reach: {floor} traced stretch(es) were kept anyway, so that the "
                     "kernel statistics have samples")
+    elif isinstance(target, (int, float)) and chosen.startswith("ranks in lock-step"):
+        why = (f"{chosen}: a fixed pattern, so that the ranks of the job switch at the same "
+               f"cycles, for a target of {target:.2f} x")
     else:
         why = f"fixed by {chosen}" if chosen else "fixed"
     switch = schedule.get("switch_ms")

@@ -70,6 +70,7 @@ class UntracedCycles:
     # why every cycle is traced where ``every`` is 0 (the run file says it): the launcher
     # knows; "" for the option itself
     off_reason: str = ""
+    lockstep: bool = False  # one rank of a job whose ranks step together (make_schedule)
     positions: list[int] = field(default_factory=list)  # log positions of untraced cycles
     errors: list[str] = field(default_factory=list)
     schedule: Schedule | None = None
@@ -88,7 +89,8 @@ class UntracedCycles:
 
     def __post_init__(self) -> None:
         usable = callable(getattr(self.trace, "pause", None))
-        self.schedule = make_schedule(self.every, self.cost_target) if usable else None
+        self.schedule = (make_schedule(self.every, self.cost_target, self.lockstep)
+                         if usable else None)
         if self.every != 0 and not usable:
             self.off_reason = "the tracing backend cannot switch off"
         self.off_reason = self.off_reason or "--untraced-every 0"

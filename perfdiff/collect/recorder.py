@@ -70,6 +70,7 @@ class Recorder:
         *,
         untraced_every: int | None,
         untraced_off: str = "",
+        lockstep: bool = False,
         samplers: Sequence[MetricSampler] = (),
         marker: BoundaryMarker | None = None,
         find_gpu: Callable[[], Gpu | None] | None = None,
@@ -106,6 +107,7 @@ class Recorder:
             self.log.mark = marker.mark
             self.mark_streams = marker.stream_ids
         self._all_untraced: list[UntracedCycles] = []
+        self._lockstep = lockstep  # a rank of a multi-rank job: untraced cycles by position
         self.untraced = self.untrace(self.log, untraced_every, off_reason=untraced_off)
 
     # ---------------------------------------------------------------- cycles
@@ -118,7 +120,8 @@ class Recorder:
         recording's trace and started samplers; the log of cycles found by themselves gets
         its own."""
         untraced = UntracedCycles(every, self.trace, log, self.started,
-                                  cost_target=self.settings.cost_target, off_reason=off_reason)
+                                  cost_target=self.settings.cost_target, off_reason=off_reason,
+                                  lockstep=self._lockstep)
         if allowed is not None:
             untraced.allowed = allowed
         self._all_untraced.append(untraced)

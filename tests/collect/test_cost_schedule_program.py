@@ -29,9 +29,9 @@ for i in range(130):
 """
 
 
-def _collect(folder: Path, *options: str) -> RunFile:
+def _collect(folder: Path, *options: str, **environ: str) -> RunFile:
     (folder / "prog.py").write_text(PROGRAM)
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake"}
+    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake", **environ}
     env.pop("PERFDIFF_INJECT_CONFIG", None)
     out = folder / "run.json.gz"
     proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "2", *options,
@@ -79,3 +79,21 @@ def test_untraced_every_overrides_the_target(tmp_path: Path) -> None:
     notes = self_overhead_notes(rf, "run.json.gz")
     assert any("75 % of 128 measured cycles traced (fixed by --untraced-every 8)" in note
                for note in notes), notes
+
+
+def test_the_ranks_of_one_job_switch_together(tmp_path: Path) -> None:
+    """A rank of a torchrun job (WORLD_SIZE > 1) takes the fixed pattern of 2 traced then 6
+    untraced of every 8: each rank deciding from its own noise would drift from the others,
+    and an untraced rank waiting in a collective for a traced one times the other's cost."""
+    rf = _collect(tmp_path, WORLD_SIZE="2", RANK="1")
+    (run,) = rf.runs
+    assert run.rank == 1 and run.cycles.traced is not None
+    measured = run.cycles.traced[2:].tolist()
+    assert measured == ([1, 1] + [0] * 6) * 16
+    schedule = rf.workload.params["untraced_schedule"]
+    assert schedule["chosen_by"] == "ranks in lock-step: 2 traced then 6 untraced of every 8"
+    assert schedule["traced_share"] == 0.25 and schedule["cost_target"] == 1.1
+    notes = self_overhead_notes(rf, "run.json.gz")
+    assert any("25 % of 128 measured cycles traced (ranks in lock-step: 2 traced then 6 "
+               "untraced of every 8: a fixed pattern, so that the ranks of the job switch at "
+               "the same cycles, for a target of 1.10 x)" in note for note in notes), notes

@@ -115,6 +115,7 @@ class ChildCollector:
         self.core = Recorder(config, trace,
                              untraced_every=0 if config.cycle_ms else config.untraced_every,
                              untraced_off="fixed windows (--cycle-ms)" if config.cycle_ms else "",
+                             lockstep=(_env_int("WORLD_SIZE") or 1) > 1,
                              find_gpu=program_gpu if config.backend == "cupti" else None,
                              marks=not config.cycle_ms, on_sampler_start=self._finish_last)
         self.log = self.core.log
