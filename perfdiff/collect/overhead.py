@@ -113,7 +113,8 @@ class UntracedCycles:
         self.log.on_cycle_end = on_end
 
     def before_begin(self, warmup: bool) -> None:
-        if self._paused and self._next is not True:  # the previous cycle ended incomplete
+        # tracing back on: the run of untraced cycles is over (or its cycle ended incomplete)
+        if self._paused and self._next is not True:
             self._resume()
         decided, self._next = self._next, None
         self._asked = False
@@ -173,17 +174,20 @@ class UntracedCycles:
         return self._paused
 
     def after_end(self) -> None:
-        """A cycle ended: its time to the schedule; tracing back on, unless the schedule
-        keeps the next measured cycle untraced too."""
+        """A cycle ended: its time to the schedule, and, after an untraced one, the next
+        measured cycle's mode. Tracing goes back on just before that cycle's start is stamped
+        (``before_begin``), not here: with NVTX ranges, ``--cycle-function`` or
+        ``perfdiff.cycle()`` the end of a cycle is still inside the program's step, whose own
+        timer would then hold the switch (CUPTI's ~260 call ids enabled again) in the step of
+        a timed cycle, the one set against it. Found cycles end where the next begins: the
+        same either way. Kernels the program launches between the two are not recorded; they
+        lie outside every cycle."""
         if self._asked and self.schedule is not None and self.log.ends:
             duration = self.log.ends[-1] - self.log.starts[-1]
             self.schedule.observe(duration, untraced=self._paused, timed=self._timed)
         self._asked = False
-        if not self._paused:
-            return
-        self._next = self._ask()
-        if not self._next:
-            self._resume()
+        if self._paused:
+            self._next = self._ask()
 
     def _resume(self) -> None:
         began = self.log.clock_ns()
