@@ -6,12 +6,13 @@ so a figure from a benchmark elsewhere says little about *this* run. With some m
 left untraced, the run file holds the cycle time with and without the collector, side by side
 in the same process (``perfdiff.analysis.self_overhead``).
 
-How a cycle is left untraced: just before its start is stamped, CUPTI activity is switched
-off (``cuptiActivityDisable`` per kind, ~24 us each on the H100, outside the cycle) and the
-cycle issues no boundary marks; once its run of untraced cycles is over, activity is switched
-on again just before the next cycle's start is stamped (not at the untraced cycle's end, which
-with NVTX ranges is still inside the program's step: ``after_end``). The cycle is flagged ``warmup`` and ``traced = 0`` in the run file, so no kernel
-statistic sees it. Kernels launched near a switch: a kernel launched before the switch-off
+How a cycle is left untraced: just before its start is stamped, CUPTI activity is switched off
+(``cuptiActivityDisable`` per kind, ~24 us each on the H100, outside the cycle) and the cycle
+issues no boundary marks; once its run of untraced cycles is over, activity is switched on
+again just before the next cycle's start is stamped (not at the untraced cycle's end, which
+with NVTX ranges is still inside the program's step: ``after_end``). The cycle is flagged
+``warmup`` and ``traced = 0`` in the run file, so no kernel statistic sees it.
+Kernels launched near a switch: a kernel launched before the switch-off
 (in the previous cycle, or between cycles) was enabled when launched and is recorded in
 full, with its launch cycle; kernels launched while tracing is off are not recorded at all
 (they would belong to the untraced cycle, which has none by design); launches after the
