@@ -177,3 +177,54 @@ def test_the_schedule_waits_for_samples_before_estimating() -> None:
     assert [schedule.untraced(i + 1, 0, i) for i in range(LONGEST_STRETCH + 1)] == (
         [False] * LONGEST_STRETCH + [True])
     assert all(schedule.untraced(7 + run, run, 0) for run in range(1, 100))
+
+
+class _Switches:
+    """A trace that checks the switches alternate (off, on, off, ...)."""
+
+    def __init__(self) -> None:
+        self.on = True
+        self.count = 0
+
+    def pause(self) -> None:
+        assert self.on, "switched off twice"
+        self.on = False
+        self.count += 1
+
+    def resume(self) -> None:
+        assert not self.on, "switched on twice"
+        self.on = True
+
+
+@settings(max_examples=150, deadline=None)
+@given(events=st.lists(st.tuples(st.sampled_from(["cycle", "cut", "warmup", "blocked"]),
+                                 st.floats(0.5, 3.0)), min_size=1, max_size=120),
+       every=st.sampled_from([None, 0, 2, 3, 4, 8]))
+def test_untraced_cycles_hold_their_invariants_whatever_the_program_does(
+        events: list[tuple[str, float]], every: int | None) -> None:
+    """Cycles that complete, are cut short, are warm-up, or begin while another log's untraced
+    cycle is open (``allowed`` False), in any order: tracing is off exactly in the cycles
+    marked untraced, the switches alternate, and the run file's table says the same."""
+    now = [0]
+    trace = _Switches()
+    log = CycleLog(clock_ns=lambda: now[0])
+    blocked = [False]
+    untraced = UntracedCycles(every, trace, log, allowed=lambda: not blocked[0])
+    off_in: list[bool] = []
+    for kind, length in events:
+        blocked[0] = kind == "blocked"
+        log.begin_cycle("", kind == "warmup")
+        off_in.append(not trace.on)
+        now[0] += int(length * 1e6)
+        log.end_cycle(completed=kind != "cut")
+        now[0] += 1000
+    positions = set(untraced.positions)
+    assert [i for i, off in enumerate(off_in) if off] == sorted(positions)
+    table = untraced.apply(log.table())
+    kept = [i for i, ok in enumerate(log.completed_flags) if ok]
+    if every == 0:
+        assert table.traced is None and trace.count == 0
+        return
+    assert table.traced is not None
+    assert table.traced.tolist() == [0 if i in positions else 1 for i in kept]
+    assert all(table.warmup[table.traced == 0])
