@@ -18,6 +18,7 @@ from perfdiff.analysis.untraced_time import timed_untraced
 from perfdiff.schema.model import CycleTable, RunFile
 
 HOLD_WARN_NS = 1_000_000
+MIN_FOR_INTERVAL = 3  # untraced cycles a bootstrap interval needs to mean anything
 _RESAMPLES = 2_000
 
 
@@ -101,11 +102,12 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
     if found is not None:
         notes.append(
             f"{source}: perfdiff's tracing overhead on this run {found.overhead_pct:+.1f} % "
-            f"(95 % interval {found.low_pct:+.1f} to {found.high_pct:+.1f} %): median cycle "
+            f"({_interval_text(found)}): median cycle "
             f"{found.traced_median_ms:.3f} ms traced vs {found.untraced_median_ms:.3f} ms in "
             f"{found.untraced_cycles} untraced cycle(s) ({found.traced_cycles} traced); "
             f"{_what_it_covers(run_file)}{_between_cycles(run_file)}"
         )
+        notes.extend(_schedule_note(run_file, source))
     else:
         notes.extend(_traced_time_note(run_file, source))
     held = 0
@@ -125,21 +127,94 @@ def self_overhead_notes(run_file: RunFile, source: str) -> list[str]:
     return notes
 
 
+def _interval_text(found: SelfOverhead) -> str:
+    """The figure's 95 % interval, or why there is none: a bootstrap over one or two untraced
+    cycles repeats them and would print a zero-width interval (recordings of single untraced
+    cycles, before runs of two, have one or two timed against their neighbours)."""
+    if found.untraced_cycles < MIN_FOR_INTERVAL:
+        return (f"{found.untraced_cycles} untraced cycle(s): too few for an interval")
+    return f"95 % interval {found.low_pct:+.1f} to {found.high_pct:+.1f} %"
+
+
+def _schedule_note(run_file: RunFile, source: str) -> list[str]:
+    """How many cycles were traced and why (``untraced_schedule`` in the workload params,
+    written by ``collect/untraced_schedule.py``): the share, what a traced cycle cost against
+    an untraced one while the program ran, and the whole-run cost they add up to against the
+    target. Why: the overhead figure is per traced cycle; what the user's program paid over
+    the whole run is that figure times the share, and the share was chosen for it."""
+    schedule = run_file.workload.params.get("untraced_schedule")
+    if not isinstance(schedule, dict):
+        return []
+    keys = ("traced_share", "measured_cycles", "traced_cost_ratio", "traced_cost_ratio_low",
+            "traced_cost_ratio_high", "expected_cost")
+    numbers = [v for v in (schedule.get(key) for key in keys)
+               if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if len(numbers) != len(keys):
+        return []  # no traced or no timed untraced cycle: nothing measured to say
+    share, measured, ratio, low, high, cost = (float(v) for v in numbers)
+    target = schedule.get("cost_target")
+    chosen = str(schedule.get("chosen_by", ""))
+    if isinstance(target, (int, float)) and chosen == "cost target":
+        why = f"chosen while it ran to keep the whole run within {target:.2f} x its untraced time"
+        floor = schedule.get("floor_bound_stretches")
+        if isinstance(floor, int) and floor > 0 and cost > target:
+            why += (f"; out of reach: {floor} traced stretch(es) were kept anyway, so that the "
+                    "kernel statistics have samples")
+    elif isinstance(target, (int, float)) and chosen.startswith("ranks in lock-step"):
+        why = (f"{chosen}: a fixed pattern, so that the ranks of the job switch at the same "
+               f"cycles, for a target of {target:.2f} x")
+    else:
+        why = f"fixed by {chosen}" if chosen else "fixed"
+    switch = schedule.get("switch_ms")
+    switch_text = (f", switching tracing off and on {switch:.2f} ms"
+                   if isinstance(switch, (int, float)) and switch > 0 else "")
+    return [f"{source}: {100 * share:.0f} % of {measured:.0f} measured cycles traced ({why}): a "
+            f"traced cycle took {ratio:.2f} x an untraced one (95 % interval {low:.2f} to "
+            f"{high:.2f}){switch_text}, so the whole run cost about {cost:.2f} x the program's "
+            "untraced time"]
+
+
 def _traced_time_note(run_file: RunFile, source: str) -> list[str]:
-    """For cycles that could not be left untraced (found after the run, or fixed windows): one
-    line saying that cycle time is traced time. Why: such a report would otherwise state no
-    cost at all, and a host-bound program's traced cycles ran +45-59 % (issue 28)."""
-    cut = str(run_file.workload.params.get("cycles_from", ""))
+    """For a recording with no untraced cycle to measure against: one line saying that cycle
+    time is traced time, and why. Why: such a report would otherwise state no cost at all, and
+    a host-bound program's traced cycles ran +45-59 % (issue 28). Traces of other tools
+    (``source_format``) are not perfdiff's recordings: their readers say what they are."""
+    params = run_file.workload.params
+    if "source_format" in params or not run_file.runs:
+        return []
+    cut = str(params.get("cycles_from", ""))
     if cut.startswith("detected period"):
         why = "its cycles were found after the run (the period of the launch sequence)"
     elif cut.startswith("fixed ") and cut.endswith(" windows"):
         why = f"its cycles are {cut}"
     else:
-        return []
+        return [f"{source}: {_why_all_traced(params.get('untraced_schedule'))}, so cycle time "
+                "is traced time and includes perfdiff's cost on the host, which this run does "
+                "not measure"]
     return [f"{source}: {why}, so none could be left untraced: cycle time is traced time and "
             "includes perfdiff's cost on the host; cut cycles while the program runs "
             "(--cycle-function, --cycle-range or perfdiff.cycle()) to have it measured without "
             "tracing"]
+
+
+def _why_all_traced(schedule: object) -> str:
+    """Why a recording cut while it ran has no untraced cycle to measure against, from what
+    the collector recorded (``untraced_schedule``); recordings before it say nothing, so
+    the line names the possible reasons."""
+    chosen = schedule.get("chosen_by") if isinstance(schedule, dict) else None
+    if isinstance(chosen, str) and chosen.startswith("off: "):
+        return f"every measured cycle was traced ({chosen[5:]})"
+    measured = schedule.get("measured_cycles") if isinstance(schedule, dict) else None
+    if isinstance(measured, int) and isinstance(schedule, dict):
+        timed = schedule.get("timed_untraced_cycles")
+        if schedule.get("traced_cycles") == measured:
+            return (f"all {measured} measured cycles were traced (too few for an untraced run: "
+                    "the first 6 are always traced; run more steps)")
+        if timed == 0:
+            return (f"no untraced cycle of its {measured} measured cycles was timed (too few "
+                    "for a lead-in and a timed one; run more steps)")
+    return ("every measured cycle was traced (recorded with --untraced-every 0, or by "
+            "perfdiff before it left cycles of this kind untraced)")
 
 
 def _what_it_covers(run_file: RunFile) -> str:

@@ -18,6 +18,7 @@ import typer
 
 from perfdiff.cli.app import app
 from perfdiff.collect.settings import (
+    DEFAULT_COST_TARGET,
     DEFAULT_CYCLES,
     DEFAULT_NVML_INTERVAL_MS,
     DEFAULT_SAMPLE_INTERVAL_NS,
@@ -189,8 +190,12 @@ _ShardsOpt = typer.Option(
     "--shards", help="Write OUTPUT as a sharded run: a new folder with one Parquet shard per "
     "run (per rank of a torchrun job) that compare, ranks and merge read shard by shard.")
 _UntracedOpt = typer.Option(
-    help="Leave one measured cycle in N untraced (activity off) so the run file measures "
-    "perfdiff's own overhead on this program; 0: trace every cycle.")
+    help="Leave the last two of every N measured cycles untraced (activity off), whatever "
+    "tracing costs; 0: trace every cycle. Default: as many untraced cycles as keep the whole "
+    "run within --cost-target x the program's time untraced.", show_default=False)
+_CostTargetOpt = typer.Option(
+    help="Whole-run cost to stay within, recorded / untraced time: the share of traced "
+    "cycles is chosen from what they cost this program (ignored with --untraced-every).")
 
 
 @app.command(context_settings={"allow_extra_args": True})
@@ -224,7 +229,8 @@ def collect(
     cycle_ms: Annotated[float | None, _CycleMsOpt] = None,
     runs: Annotated[int, _RunsOpt] = 1,
     cycle_function: Annotated[str | None, _FunctionOpt] = None,
-    untraced_every: Annotated[int, _UntracedOpt] = DEFAULT_UNTRACED_EVERY,
+    untraced_every: Annotated[int | None, _UntracedOpt] = DEFAULT_UNTRACED_EVERY,
+    cost_target: Annotated[float, _CostTargetOpt] = DEFAULT_COST_TARGET,
     shards: Annotated[bool, _ShardsOpt] = False,
 ) -> None:
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
@@ -256,7 +262,7 @@ def collect(
                                                                            *extra))),
             pm_sampling=not no_pm, nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms,
             trace_memory=not no_memory, contend=contend, contend_device=device,
-            untraced_every=untraced_every, shards=shards,
+            untraced_every=untraced_every, cost_target=cost_target, shards=shards,
         )
         return
     if runs != 1 or cycle_range or cycle_ms is not None or cycle_function:
@@ -281,6 +287,7 @@ def collect(
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=not no_pm,
         nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=not no_memory,
         device_index=device, trace_api=api_records, untraced_every=untraced_every,
+        cost_target=cost_target,
     )
     opened = open_sources(settings)
     for warning in opened.sources.warnings:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import typer
 
-from perfdiff.collect.settings import DEFAULT_UNTRACED_EVERY
+from perfdiff.collect.settings import DEFAULT_COST_TARGET, DEFAULT_UNTRACED_EVERY
 from perfdiff.collect.workloads.base import WorkloadParamError
 from perfdiff.errors import CollectorUnavailableError
 from perfdiff.schema.model import RunFile
@@ -48,7 +48,8 @@ def collect_program(
     trace_memory: bool,
     contend: float = 0.0,
     contend_device: int = 0,
-    untraced_every: int = DEFAULT_UNTRACED_EVERY,
+    untraced_every: int | None = DEFAULT_UNTRACED_EVERY,
+    cost_target: float = DEFAULT_COST_TARGET,
     shards: bool = False,
 ) -> None:
     """Run and record CMD; exit with its exit code (0 when every run succeeded).
@@ -85,7 +86,7 @@ def collect_program(
         cycle_function=cycle_function or None, warmup=warmup,
         metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
-        untraced_every=untraced_every,
+        untraced_every=untraced_every, cost_target=cost_target,
     )
     if backend == "cupti" and importlib.util.find_spec("cupti") is None:
         raise CollectorUnavailableError(
@@ -128,7 +129,11 @@ def program_summary(run_file: RunFile, path: Path) -> str:
     runs = run_file.runs
     ranks = sorted({r.rank for r in runs if r.rank is not None})
     measured = sum(int((~r.cycles.warmup).sum()) for r in runs)
-    warm = sum(int(r.cycles.warmup.sum()) for r in runs)
+    # untraced cycles are flagged warm-up in the file (no kernel statistic sees them) but
+    # are the program's timed cycles: counted apart, not as warm-up
+    untraced = sum(int((r.cycles.traced == 0).sum()) for r in runs if r.cycles.traced is not None)
+    warm = sum(int(r.cycles.warmup.sum()) for r in runs) - untraced
+    untraced_text = f" traced + {untraced} untraced" if untraced else ""
     kernels = sum(int(r.kernels.name_id.size) for r in runs)
     n_runs = len({r.index for r in runs})
     rank_text = f" x {len(ranks)} ranks" if ranks else ""
@@ -136,8 +141,9 @@ def program_summary(run_file: RunFile, path: Path) -> str:
     if run_file.status.state != "complete":
         state = f" [INCOMPLETE: {run_file.status.reason}]"
     return (
-        f"perfdiff: wrote {path} - {n_runs} run(s){rank_text}, {measured} cycles "
-        f"(+{warm} warm-up), {kernels} kernels, {len(run_file.strings)} distinct{state}"
+        f"perfdiff: wrote {path} - {n_runs} run(s){rank_text}, {measured} cycles"
+        f"{untraced_text} (+{warm} warm-up), {kernels} kernels, {len(run_file.strings)} "
+        f"distinct{state}"
     )
 
 

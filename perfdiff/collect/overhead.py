@@ -2,15 +2,17 @@
 
 Why: a profiler's cost depends on the program (a launch-bound loop pays CUPTI's ~2 us per
 launch, a GPU-bound one almost nothing), and this VM's host speed varies between processes,
-so a figure from a benchmark elsewhere says little about *this* run. With one measured cycle
-in ``every`` (default 8) left untraced, the run file holds the cycle time with and without
-the collector, side by side in the same process (``perfdiff.analysis.self_overhead``).
+so a figure from a benchmark elsewhere says little about *this* run. With some measured cycles
+left untraced, the run file holds the cycle time with and without the collector, side by side
+in the same process (``perfdiff.analysis.self_overhead``).
 
-How a cycle is left untraced: just before its start is stamped, CUPTI activity is switched
-off (``cuptiActivityDisable`` per kind, ~24 us each on the H100, outside the cycle) and the
-cycle issues no boundary marks; just after its end is stamped, activity is switched on
-again. The cycle is flagged ``warmup`` and ``traced = 0`` in the run file, so no kernel
-statistic sees it. Kernels launched near a switch: a kernel launched before the switch-off
+How a cycle is left untraced: just before its start is stamped, CUPTI activity is switched off
+(``cuptiActivityDisable`` per kind, ~24 us each on the H100, outside the cycle) and the cycle
+issues no boundary marks; once its run of untraced cycles is over, activity is switched on
+again just before the next cycle's start is stamped (not at the untraced cycle's end, which
+with NVTX ranges is still inside the program's step: ``after_end``). The cycle is flagged
+``warmup`` and ``traced = 0`` in the run file, so no kernel statistic sees it.
+Kernels launched near a switch: a kernel launched before the switch-off
 (in the previous cycle, or between cycles) was enabled when launched and is recorded in
 full, with its launch cycle; kernels launched while tracing is off are not recorded at all
 (they would belong to the untraced cycle, which has none by design); launches after the
@@ -20,15 +22,19 @@ samples there, which no statistic needs (an untraced cycle has no kernels). PM s
 pause: CUPTI 13.4 refuses to start PM sampling again once stopped (``cuptiPmSamplingStart``
 answered ERROR_UNKNOWN on the H100, 2026-11-25), so it runs through untraced cycles and its
 cost is not in the figure (the report says which samplers were paused: ``params``).
-Untraced cycles come in runs of two (``RUN_LENGTH``; the last two of every ``every``): a
-lead-in, then a timed one. Why: a cycle boundary is seldom where the program waits for the GPU
-(an optimizer step is followed by ``loss.item()``), so a GPU-bound cycle's host time is the
-wait for the previous step's GPU work plus this step's launches; after a traced cycle, whose
-launches took longer on the host, that wait is shorter. Timed alone, the first untraced cycle
-of timm ViT-S fp32 read 40 ms against 57 ms bare (H100, 2026-11-28). The lead-in absorbs it;
-the timed one follows an untraced cycle, as every step of the bare program follows an
-untraced one (``perfdiff.analysis.untraced_time`` times only cycles whose predecessor was
-untraced too). Both are flagged untraced; neither holds kernels.
+Untraced cycles come in runs of at least two (``RUN_LENGTH``): a lead-in, then timed ones.
+Why: a cycle boundary is seldom where the program waits for the GPU (an optimizer step is
+followed by ``loss.item()``), so a GPU-bound cycle's host time is the wait for the previous
+step's GPU work plus this step's launches; after a traced cycle, whose launches took longer on
+the host, that wait is shorter. Timed alone, the first untraced cycle of timm ViT-S fp32 read
+40 ms against 57 ms bare (H100, 2026-11-28). The lead-in absorbs it; each timed one follows an
+untraced cycle, as every step of the bare program follows an untraced one
+(``perfdiff.analysis.untraced_time`` times only cycles whose predecessor was untraced too).
+All are flagged untraced; none holds kernels. How many traced cycles come between the runs,
+and how long each run is, is the schedule's choice (``untraced_schedule.py``): by default the
+share of traced cycles that keeps the whole run within the cost target, from the durations of
+this process's own traced and timed untraced cycles and of its switches, which this class
+times and reports to it; ``--untraced-every N`` the last two of every N, whatever it costs.
 The benchmark workloads (``Workload.untraced_cycles = False``: rmsnorm, linalg) trace every
 cycle: each is a sample of a case, and the in-situ cross-check pairs every one with events.
 """
@@ -44,38 +50,53 @@ import numpy as np
 
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.records import RawTrace
-from perfdiff.collect.settings import DEFAULT_UNTRACED_EVERY
+from perfdiff.collect.settings import DEFAULT_COST_TARGET, DEFAULT_UNTRACED_EVERY
+from perfdiff.collect.untraced_schedule import RUN_LENGTH, Schedule, make_schedule
 from perfdiff.schema.model import CycleTable
-
-RUN_LENGTH = 2  # untraced cycles in a row: a lead-in, then one timed (module docstring)
 
 
 @dataclass
 class UntracedCycles:
-    """Leaves the last ``RUN_LENGTH`` of every ``every`` measured cycles untraced (0: none);
-    hooks into a CycleLog."""
+    """Leaves measured cycles untraced as its schedule says (``untraced_schedule.py``):
+    ``every`` None, the share that meets ``cost_target``; N >= 2, the last ``RUN_LENGTH`` of
+    every N; 0, none. Hooks into a CycleLog."""
 
-    every: int
+    every: int | None
     trace: Any  # a TraceBackend with pause() / resume()
     log: CycleLog
     # the samplers started so far (the caller's own list: samplers that start later count)
     samplers: list[Any] = field(default_factory=list)
     # False: leave the next cycle traced (another log's untraced cycle is open: found_cycles)
     allowed: Callable[[], bool] = lambda: True
+    cost_target: float = DEFAULT_COST_TARGET
+    # why every cycle is traced where ``every`` is 0 (the run file says it): the launcher
+    # knows; "" for the option itself
+    off_reason: str = ""
+    lockstep: bool = False  # one rank of a job whose ranks step together (make_schedule)
     positions: list[int] = field(default_factory=list)  # log positions of untraced cycles
     errors: list[str] = field(default_factory=list)
-    _measured: int = 0
+    schedule: Schedule | None = None
+    _measured: int = 0  # measured cycles the schedule was asked about
+    _run: int = 0  # untraced measured cycles in a row, up to the open one
+    _stretch: int = 0  # traced measured cycles in a row, up to the open one
     _paused: bool = False
-    _left: int = 0  # untraced cycles still to come in this run, after the open one
-    _go_on: bool = False  # the next cycle continues the run (tracing stays off)
+    _next: bool | None = None  # the next measured cycle's mode, asked when an untraced one ended
+    _asked: bool = False  # the open cycle's mode came from the schedule (it is told its time)
+    _timed: bool = False  # the open cycle is untraced after an untraced one
+    _off_ns: int = 0  # what switching tracing off took, until it is switched on again
     _mark: Any = None
     _paused_samplers: list[Any] = field(default_factory=list)
     _ever_paused: set[str] = field(default_factory=set)
     _switch_failed: bool = False  # tracing could not be switched: no more untraced cycles
 
     def __post_init__(self) -> None:
-        usable = self.every >= 2 and callable(getattr(self.trace, "pause", None))
-        if not usable:
+        usable = callable(getattr(self.trace, "pause", None))
+        self.schedule = (make_schedule(self.every, self.cost_target, self.lockstep)
+                         if usable else None)
+        if self.every != 0 and not usable:
+            self.off_reason = "the tracing backend cannot switch off"
+        self.off_reason = self.off_reason or "--untraced-every 0"
+        if self.schedule is None:
             self.every = 0
             return
         before, after = self.log.on_cycle_begin, self.log.on_cycle_end
@@ -94,28 +115,43 @@ class UntracedCycles:
         self.log.on_cycle_end = on_end
 
     def before_begin(self, warmup: bool) -> None:
-        if self._paused and not self._go_on:  # the previous cycle ended without completing
+        # tracing back on: the run of untraced cycles is over (or its cycle ended incomplete)
+        if self._paused and self._next is not True:
             self._resume()
-        if self._go_on:  # the timed cycle after a lead-in: tracing stays off
-            self._go_on = False
-            if not warmup:
-                self._measured += 1
+        decided, self._next = self._next, None
+        self._asked = False
+        if decided is None:
+            if warmup or self._switch_failed or not self.allowed() or self.schedule is None:
+                return
+            decided = self._ask()
+        self._asked = not warmup
+        if not decided:
+            self._run, self._stretch, self._timed = 0, self._stretch + 1, False
+            return
+        self._timed = self._paused  # an untraced cycle after an untraced one
+        if self._paused:
             self.positions.append(len(self.log.starts))
+        elif not self._pause():
+            self._run, self._stretch = 0, self._stretch + 1
             return
-        if warmup or self._switch_failed or not self.allowed():
-            return
+        self._run, self._stretch = self._run + 1, 0
+
+    def _ask(self) -> bool:
+        """The schedule's answer for the next measured cycle (asked once per cycle)."""
+        assert self.schedule is not None
         self._measured += 1
-        run = self.run_length()
-        if self._measured % self.every != (self.every - run + 1) % self.every:
-            return
+        return self.schedule.untraced(self._measured, self._run, self._stretch)
+
+    def _pause(self) -> bool:
+        """Tracing and the samplers off before an untraced run; False if it failed."""
+        began = self.log.clock_ns()
         try:
             self.trace.pause()
         except Exception as exc:  # a switch that fails stops the untraced cycles, not the run
             self.errors.append(f"switching tracing off failed ({type(exc).__name__}: {exc})")
             self._switch_failed = True
-            return
+            return False
         self._paused = True
-        self._left = run - 1
         self._mark, self.log.mark = self.log.mark, None
         self.positions.append(len(self.log.starts))
         self._paused_samplers = []
@@ -131,10 +167,8 @@ class UntracedCycles:
                 continue
             self._paused_samplers.append(sampler)
             self._ever_paused.add(str(getattr(sampler, "name", "sampler")))
-
-    def run_length(self) -> int:
-        """Untraced cycles in a row: a lead-in and a timed one, where ``every`` leaves room."""
-        return RUN_LENGTH if self.every >= 2 * RUN_LENGTH else 1
+        self._off_ns = self.log.clock_ns() - began
+        return True
 
     @property
     def paused(self) -> bool:
@@ -142,19 +176,24 @@ class UntracedCycles:
         return self._paused
 
     def after_end(self) -> None:
-        """A cycle ended: tracing back on, unless the run of untraced cycles goes on."""
-        if not self._paused:
-            return
-        if self._left > 0:
-            self._left -= 1
-            self._go_on = True
-            return
-        self._resume()
+        """A cycle ended: its time to the schedule, and, after an untraced one, the next
+        measured cycle's mode. Tracing goes back on just before that cycle's start is stamped
+        (``before_begin``), not here: with NVTX ranges, ``--cycle-function`` or
+        ``perfdiff.cycle()`` the end of a cycle is still inside the program's step, whose own
+        timer would then hold the switch (CUPTI's ~260 call ids enabled again) in the step of
+        a timed cycle, the one set against it. Found cycles end where the next begins: the
+        same either way. Kernels the program launches between the two are not recorded; they
+        lie outside every cycle."""
+        if self._asked and self.schedule is not None and self.log.ends:
+            duration = self.log.ends[-1] - self.log.starts[-1]
+            self.schedule.observe(duration, untraced=self._paused, timed=self._timed)
+        self._asked = False
+        if self._paused:
+            self._next = self._ask()
 
     def _resume(self) -> None:
+        began = self.log.clock_ns()
         self._paused = False
-        self._go_on = False
-        self._left = 0
         self.log.mark = self._mark
         for sampler in self._paused_samplers:
             try:
@@ -170,6 +209,8 @@ class UntracedCycles:
             self.errors.append(f"switching tracing on again failed ({type(exc).__name__}: "
                                f"{exc}); kernels after it are missing")
             self._switch_failed = True
+        if self.schedule is not None:
+            self.schedule.observe_switch(self._off_ns + self.log.clock_ns() - began)
 
     def _note_once(self, error: str) -> None:
         """A sampler's failure, once: it would recur at every untraced cycle."""
@@ -177,16 +218,24 @@ class UntracedCycles:
             self.errors.append(error)
 
     def params(self) -> dict[str, Any]:
-        """The run file's record of what the untraced cycles switched off (workload params
-        ``untraced_pause``), so the report can say what its overhead figure covers; {} when
-        no cycle was left untraced."""
-        if not self.positions:
+        """The run file's record of the split (workload params ``untraced_schedule``: how it
+        was chosen and what it measured, or why every cycle was traced) and of what the
+        untraced cycles switched off (``untraced_pause``), so that the report can say what
+        the collector cost this run, or why it cannot; {} for a log that saw no measured
+        cycle (cycles found after the run come from no log)."""
+        if self.schedule is None:
+            return {"untraced_schedule": {"chosen_by": f"off: {self.off_reason}"}}
+        schedule = self.schedule.params()
+        if not schedule.get("measured_cycles"):
             return {}
-        return {"untraced_pause": ["cupti_activity", *sorted(self._ever_paused)]}
+        if not self.positions:
+            return {"untraced_schedule": schedule}
+        return {"untraced_pause": ["cupti_activity", *sorted(self._ever_paused)],
+                "untraced_schedule": schedule}
 
     def apply(self, table: CycleTable) -> CycleTable:
         """``table`` with ``traced`` set (and untraced cycles flagged warm-up)."""
-        if not self.every:
+        if self.schedule is None:
             return table
         kept = [i for i, ok in enumerate(self.log.completed_flags) if ok]
         untraced = set(self.positions)

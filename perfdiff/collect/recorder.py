@@ -68,7 +68,9 @@ class Recorder:
         settings: RecordSettings,
         trace: TraceBackend,
         *,
-        untraced_every: int,
+        untraced_every: int | None,
+        untraced_off: str = "",
+        lockstep: bool = False,
         samplers: Sequence[MetricSampler] = (),
         marker: BoundaryMarker | None = None,
         find_gpu: Callable[[], Gpu | None] | None = None,
@@ -109,15 +111,21 @@ class Recorder:
             self.log.mark = marker.mark
             self.mark_streams = marker.stream_ids
         self._all_untraced: list[UntracedCycles] = []
-        self.untraced = self.untrace(self.log, untraced_every)
+        self._lockstep = lockstep  # a rank of a multi-rank job: untraced cycles by position
+        self.untraced = self.untrace(self.log, untraced_every, off_reason=untraced_off)
 
     # ---------------------------------------------------------------- cycles
 
-    def untrace(self, log: CycleLog, every: int,
-                allowed: Callable[[], bool] | None = None) -> UntracedCycles:
-        """Untraced cycles for ``log`` (one in ``every``, 0: none), pausing this recording's
-        trace and started samplers; the log of cycles found by themselves gets its own."""
-        untraced = UntracedCycles(every, self.trace, log, self.started)
+    def untrace(self, log: CycleLog, every: int | None,
+                allowed: Callable[[], bool] | None = None,
+                off_reason: str = "") -> UntracedCycles:
+        """Untraced cycles for ``log`` (None: the share that meets the settings' cost target;
+        N: the last two of every N; 0: none, ``off_reason`` saying why), pausing this
+        recording's trace and started samplers; the log of cycles found by themselves gets
+        its own."""
+        untraced = UntracedCycles(every, self.trace, log, self.started,
+                                  cost_target=self.settings.cost_target, off_reason=off_reason,
+                                  lockstep=self._lockstep)
         if allowed is not None:
             untraced.allowed = allowed
         self._all_untraced.append(untraced)

@@ -42,6 +42,9 @@ ProgressCallback = Callable[[int, int], None]  # (cycles done, trace records so 
 DRAIN_EVERY_S = 0.25
 
 
+_BENCHMARK = "a benchmark workload: each cycle is a sample of a case"
+
+
 def run_collection(
     workload: Workload,
     plan: CyclePlan,
@@ -79,6 +82,7 @@ def run_collection(
 
     recorder = Recorder(settings, trace,
                         untraced_every=settings.untraced_every if workload.untraced_cycles else 0,
+                        untraced_off="" if workload.untraced_cycles else _BENCHMARK,
                         samplers=sources.samplers, marker=sources.boundary_marker,
                         warnings=sources.warnings, after_cycle=after_cycle)
     log = recorder.log

@@ -31,7 +31,10 @@ DEFAULT_CYCLES = 30  # measured cycles per case of a built-in workload
 # warm-up cycles first (flagged, not analysed): the CLI, CyclePlan and InjectConfig all had
 # their own (5 on the command line, 0 in code), so a plan built in code measured differently
 DEFAULT_WARMUP = 5
-DEFAULT_UNTRACED_EVERY = 8  # one measured cycle in N left untraced (collect/overhead.py)
+# None: the untraced cycles' share is chosen to meet DEFAULT_COST_TARGET (untraced_schedule.py);
+# N >= 2: the last two of every N measured cycles, whatever they cost; 0: none
+DEFAULT_UNTRACED_EVERY: int | None = None
+DEFAULT_COST_TARGET = 1.10  # whole-run cost, recorded / bare (issue 28)
 BACKENDS = ("cupti", "fake")
 
 # `perfdiff collect`'s numeric options and their usable ranges, checked on the raw command
@@ -48,6 +51,7 @@ COLLECT_LIMITS: dict[str, Limit] = {
     "--cycle-ms": Limit(0.0, 1e7, "ms", low_open=True),
     "--runs": Limit(1, 10**4, whole=True),
     "--untraced-every": Limit(0, 10**9, whole=True),
+    "--cost-target": Limit(1.0, 100.0, low_open=True),
 }
 
 
@@ -71,13 +75,17 @@ def _check_range(name: str, value: float, default: float | None = None) -> None:
 
 
 def check_recording(*, sample_interval_ns: int, nvml_interval_ms: float,
-                    metrics: Iterable[str], untraced_every: int) -> None:
+                    metrics: Iterable[str], untraced_every: int | None,
+                    cost_target: float = DEFAULT_COST_TARGET) -> None:
     """Raise :class:`SettingsError` naming the first sampler setting that cannot be used."""
     _check_range("sample_interval_ns", sample_interval_ns, DEFAULT_SAMPLE_INTERVAL_NS)
     _check_range("nvml_interval_ms", nvml_interval_ms, DEFAULT_NVML_INTERVAL_MS)
     if any(not str(m).strip() for m in metrics):
         raise SettingsError("--metric needs a metric name, got an empty one")
-    _check_range("untraced_every", untraced_every, DEFAULT_UNTRACED_EVERY)
+    _check_range("cost_target", cost_target, DEFAULT_COST_TARGET)
+    if untraced_every is None:
+        return
+    _check_range("untraced_every", untraced_every)
     if untraced_every == 1:
         raise SettingsError("--untraced-every must be 0 (off) or at least 2, got 1")
 
@@ -104,13 +112,15 @@ class RecordSettings:
     nvml: bool = True
     nvml_interval_ms: float = DEFAULT_NVML_INTERVAL_MS
     trace_memory: bool = True
-    # one measured cycle in N runs untraced, to measure the collector's overhead (overhead.py)
-    untraced_every: int = DEFAULT_UNTRACED_EVERY
+    # which measured cycles run untraced, to time the program without the collector
+    # (overhead.py): None, as many as the cost target needs; N, the last two of every N
+    untraced_every: int | None = DEFAULT_UNTRACED_EVERY
+    cost_target: float = DEFAULT_COST_TARGET
 
     def __post_init__(self) -> None:
         check_recording(sample_interval_ns=self.sample_interval_ns,
                         nvml_interval_ms=self.nvml_interval_ms, metrics=self.metrics,
-                        untraced_every=self.untraced_every)
+                        untraced_every=self.untraced_every, cost_target=self.cost_target)
 
     @property
     def pm_wanted(self) -> bool:
@@ -135,7 +145,8 @@ class CollectSettings(RecordSettings):
         _check_range("device_index", self.device_index)
 
 
-__all__ = ["BACKENDS", "COLLECT_LIMITS", "DEFAULT_CYCLES", "DEFAULT_METRICS",
+__all__ = ["BACKENDS", "COLLECT_LIMITS", "DEFAULT_COST_TARGET", "DEFAULT_CYCLES",
+           "DEFAULT_METRICS",
            "DEFAULT_NVML_INTERVAL_MS", "DEFAULT_SAMPLE_INTERVAL_NS", "DEFAULT_UNTRACED_EVERY",
            "DEFAULT_WARMUP", "DRAM_METRIC", "TENSOR_METRIC", "CollectSettings", "RecordSettings",
            "SettingsError", "check_program", "check_recording"]

@@ -245,7 +245,8 @@ def record_in_process(workload: InProcessSteps, steps: int, run_file_out: Path,
     from perfdiff.collect.session import CollectSettings, run_collection
     from perfdiff.schema.io import save_run_file
 
-    settings = CollectSettings(pm_sampling=False)
+    # the fixed pattern of the fixtures recorded beside torch.profiler (fixtures/kineto)
+    settings = CollectSettings(pm_sampling=False, untraced_every=8)
     device = "cuda:0"
     if sources is None:
         from perfdiff.collect.sources import open_sources

@@ -290,3 +290,29 @@ def test_benchmark_workloads_trace_every_cycle(benchmark: bool) -> None:
     traced = outcome.run_file.runs[0].cycles.traced  # None: the column is left out
     untraced = 0 if traced is None else int((~np.asarray(traced, dtype=bool)).sum())
     assert untraced == (0 if benchmark else 4)  # two runs of two (overhead.RUN_LENGTH)
+
+
+@pytest.mark.parametrize("benchmark", [True, False])
+def test_built_in_workloads_record_their_schedule_for_the_report(benchmark: bool) -> None:
+    """Issue 28 item 4 for built-in workloads: with the defaults, a workload's run file says
+    how its cycles were split (the cost target) and a benchmark's says why every cycle was
+    traced, so the report states the collector's cost or that cycle time is traced time."""
+    from perfdiff.analysis.self_overhead import self_overhead_notes
+
+    trace = PausableFakeTrace(StepClock())
+    cls = BenchmarkFakeWorkload if benchmark else FakeWorkload
+    workload = cls(FakeParams(kernels_per_cycle=1), trace)
+    sources = Sources(trace=trace, samplers=[], warnings=[])
+    outcome = run_collection(workload, CyclePlan(measured=30, warmup=2), sources, ENV,
+                             CollectSettings())
+    schedule = outcome.run_file.workload.params["untraced_schedule"]
+    notes = self_overhead_notes(outcome.run_file, "run.json.gz")
+    if benchmark:
+        assert schedule == {"chosen_by": "off: a benchmark workload: each cycle is a sample "
+                                         "of a case"}
+        assert notes[0].startswith("run.json.gz: every measured cycle was traced (a benchmark "
+                                   "workload: each cycle is a sample of a case), so cycle time "
+                                   "is traced time")
+    else:
+        assert schedule["chosen_by"] == "cost target" and schedule["measured_cycles"] == 30
+        assert any("measured cycles traced (chosen while it ran" in note for note in notes)

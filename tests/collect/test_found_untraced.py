@@ -45,7 +45,7 @@ STAND_IN = {
 }
 
 
-def collect(folder: Path, body: str) -> RunFile:
+def collect(folder: Path, body: str, *options: str) -> RunFile:
     for name, text in STAND_IN.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
@@ -54,7 +54,7 @@ def collect(folder: Path, body: str) -> RunFile:
     env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake",
            "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "2", "--",
+    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "2", *options, "--",
                            sys.executable, "prog.py"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -79,7 +79,7 @@ def test_optimizer_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> Non
         opt.step()  # cycle i starts here (the first step's hook starts cycle 0)
         launch(f"i{i}_k", 0.05)
         time.sleep(0.002)
-    """)
+    """, "--untraced-every", "8")
     untraced, iterations = untraced_and_kernels(rf)
     assert rf.workload.params["cycles_from"].startswith("optimizer step")
     assert untraced == [6, 7, 14, 15]  # measured #7, #8, #15, #16: a lead-in, a timed one
@@ -96,7 +96,7 @@ def test_profiler_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> None
     for i in range(12):
         prof.step()
         launch(f"i{i}_k", 0.05)
-    """)
+    """, "--untraced-every", "8")
     untraced, iterations = untraced_and_kernels(rf)
     assert rf.workload.params["cycles_from"] == "torch.profiler prof.step()"
     assert untraced == [6, 7]

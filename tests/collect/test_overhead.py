@@ -53,15 +53,22 @@ def test_the_last_two_of_every_eight_measured_cycles_are_untraced_one_switch_eac
         log.begin_cycle("", i < 2)
         states.append(trace.on)
         log.end_cycle()
-    assert trace.on  # on again after the run
+        if i == 9:  # the timed cycle has ended; the next is traced but has not begun
+            assert not trace.on
+    # off after the run: tracing goes back on before the next cycle's start is stamped, not
+    # at the timed cycle's end (still inside the program's step with NVTX ranges)
+    assert not trace.on
+    log.begin_cycle("", False)
+    assert trace.on
+    log.end_cycle()
     off = [8, 9, 16, 17]  # measured #7, #8, #15, #16
     table = untraced.apply(log.table())
     assert table.traced is not None
     assert np.flatnonzero(table.traced == 0).tolist() == off
     assert [i for i, on in enumerate(states) if not on] == off
     assert trace.switches == [False, True, False, True]
-    assert table.warmup.tolist() == [True, True] + [i in off for i in range(2, 18)]
-    assert not set(off) & set(marks) and len(marks) == 2 * 14
+    assert table.warmup.tolist() == [True, True] + [i in off for i in range(2, 19)]
+    assert not set(off) & set(marks) and len(marks) == 2 * 15
 
 
 def test_every_below_four_leaves_single_untraced_cycles() -> None:
@@ -75,7 +82,7 @@ def test_every_below_four_leaves_single_untraced_cycles() -> None:
     table = untraced.apply(log.table())
     assert table.traced is not None
     assert np.flatnonzero(table.traced == 0).tolist() == [2, 5, 8]
-    assert trace.switches == [False, True] * 3
+    assert trace.switches == [False, True] * 2 + [False]  # on again when a next cycle begins
 
 
 def test_a_run_cut_short_by_an_incomplete_cycle_switches_tracing_on_again() -> None:
@@ -126,20 +133,27 @@ def test_samplers_started_later_pause_and_resume_with_the_untraced_cycle() -> No
         seen.append(pm.on)
         log.end_cycle()
     assert seen == [True, True, False, False, True, True, False, False]
-    assert pm.switches == [False, True, False, True]
+    assert pm.switches == [False, True, False]  # on again when a next cycle begins
     assert untraced.errors == ["pausing pm_sampling for an untraced cycle failed (RuntimeError: "
                                "poller gone); it kept sampling there"]
-    assert untraced.params() == {"untraced_pause": ["cupti_activity", "nvml"]}
+    assert untraced.params()["untraced_pause"] == ["cupti_activity", "nvml"]
+    assert untraced.params()["untraced_schedule"]["chosen_by"] == "--untraced-every 4"
 
 
-def test_off_and_backends_without_pause_trace_every_cycle() -> None:
-    for every, trace in ((0, _Trace()), (8, object())):
+def test_off_and_backends_without_pause_trace_every_cycle_and_say_why() -> None:
+    """The run file says why every cycle was traced, so the report can (issue 28 item 4)."""
+    cases = ((0, _Trace(), "", "--untraced-every 0"),
+             (8, object(), "", "the tracing backend cannot switch off"),
+             (None, object(), "", "the tracing backend cannot switch off"),
+             (0, _Trace(), "a benchmark workload", "a benchmark workload"))
+    for every, trace, reason, said in cases:
         log = _log([0])
-        untraced = UntracedCycles(every, trace, log)
+        untraced = UntracedCycles(every, trace, log, off_reason=reason)
         for _ in range(20):
             log.begin_cycle("", False)
             log.end_cycle()
         assert untraced.apply(log.table()).traced is None
+        assert untraced.params() == {"untraced_schedule": {"chosen_by": f"off: {said}"}}
 
 
 def test_hold_is_clipped_to_each_cycle() -> None:
@@ -168,7 +182,8 @@ def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake"}
     env.pop("PERFDIFF_INJECT_CONFIG", None)
     out = tmp_path / "run.json.gz"
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "1", "--",
+    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "1",
+                           "--untraced-every", "8", "--",
                            sys.executable, "prog.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -184,9 +199,11 @@ def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     found = self_overhead(rf)  # the timed ones only
     assert found is not None and found.untraced_cycles == 4 and found.traced_cycles == 24
     assert 15 < found.overhead_pct < 35  # 5 ms vs 4 ms: +25 %
-    (note,) = self_overhead_notes(rf, "run.json.gz")
+    note, share = self_overhead_notes(rf, "run.json.gz")
     assert "tracing overhead on this run +" in note and "4 untraced cycle(s)" in note
     assert "no PM or NVML sampler ran" in note  # the fake backend has none
+    assert share.startswith("run.json.gz: 75 % of 32 measured cycles traced (fixed by "
+                            "--untraced-every 8)")
 
 
 def _with_cycles(durations_ms: list[float], traced: list[int]) -> object:

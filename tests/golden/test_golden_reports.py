@@ -41,10 +41,12 @@ def _portable(comparison: Comparison, root: Path) -> Comparison:
         path = Path(source)
         return str(path.relative_to(root)) if path.is_relative_to(root) else path.name
 
+    prefix = str(root) + os.sep  # notes name their input as it was given
     return replace(
         comparison,
         normal=replace(comparison.normal, source=rel(comparison.normal.source)),
         abnormal=replace(comparison.abnormal, source=rel(comparison.abnormal.source)),
+        notes=tuple(note.replace(prefix, "") for note in comparison.notes),
     )
 
 

@@ -35,7 +35,8 @@ def collect(tmp_path: Path, *args: str, name: str = "run.json.gz") -> tuple[Path
 
 
 def test_gpt_infer_records_every_cycle_and_pm_utilisation(tmp_path: Path) -> None:
-    path, rc, text = collect(tmp_path, "gpt-infer", "--cycles", "10", "--warmup", "2", *SMALL)
+    path, rc, text = collect(tmp_path, "gpt-infer", "--cycles", "10", "--warmup", "2",
+                             "--untraced-every", "8", *SMALL)
     assert rc == 0, text
     rf = load_run_file(path)
     run = rf.runs[0]

@@ -124,6 +124,8 @@ class ChildCollector:
         windows = bool(config.cycle_ms)
         self.core = Recorder(
             config, trace, untraced_every=0 if windows else config.untraced_every,
+            untraced_off="fixed windows (--cycle-ms)" if windows else "",
+            lockstep=(_env_int("WORLD_SIZE") or 1) > 1,
             find_gpu=program_gpu if config.backend == "cupti" else None,
             marks=not windows, on_sampler_start=self._finish_last,
             no_gpu_why=WINDOWS_UNSAMPLED if windows else NO_TORCH_CUDA)

@@ -60,9 +60,12 @@ class FakeTrace:
         raw, self._raw = self._raw, RawTrace()
         return raw
 
-    def launch(self, name: str, ms: float, device: int, copy_bytes: int) -> None:
+    def launch(self, name: str, ms: float, device: int, copy_bytes: int,
+               traced_host_ms: float = 0.0) -> None:
         if not self._recording or self._paused:
             return
+        if traced_host_ms > 0:  # what CUPTI's per-launch work costs the host while tracing
+            time.sleep(traced_host_ms / 1e3)
         now = self.clock_ns()
         corr = self._next_correlation
         self._next_correlation += 1
@@ -78,11 +81,16 @@ class FakeTrace:
         )
 
 
-def launch(name: str, ms: float = 0.1, *, device: int = 0, copy_bytes: int = 0) -> None:
-    """Record one simulated kernel (or a host-to-device copy when ``copy_bytes`` > 0)."""
+def launch(name: str, ms: float = 0.1, *, device: int = 0, copy_bytes: int = 0,
+           traced_host_ms: float = 0.0) -> None:
+    """Record one simulated kernel (or a host-to-device copy when ``copy_bytes`` > 0).
+
+    ``traced_host_ms``: host time the launch takes only while tracing is on (the program's
+    thread sleeps that long), as CUPTI's per-launch work lengthens a traced cycle: a program
+    whose traced cycles cost more than its untraced ones, for the cost-driven schedule."""
     trace = _active
     if trace is not None:
-        trace.launch(name, ms, device, copy_bytes)
+        trace.launch(name, ms, device, copy_bytes, traced_host_ms)
 
 
 def fake_device(index: int) -> DeviceInfo:
