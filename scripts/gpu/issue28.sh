@@ -3,7 +3,8 @@
 # and bare vs `perfdiff collect` processes alternated (bench/record_truth/ programs).
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
 #   steps: install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
-#          overhead timmlong gil stream timmvar gpt2holds gpuall pack (COLLECT_OPTS: extra collect options)
+#          overhead timmlong gil stream timmvar gpt2holds gpuall costprobe bisect pmsweep gpt2pm
+#          pack (COLLECT_OPTS: extra collect options)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
 #   traces.tar and rest.tar, then $W removed)
 # Every file lands in $OUT/w/ and is packed into $OUT/all.tar at the end (the device tool
@@ -155,6 +156,60 @@ step_pack() {  # one tar per program's rounds (each file back is at most 16 MB)
   (cd "$W" && tar cf "$OUT/traces.tar" traces && tar cf "$OUT/rest.tar" --exclude traces --exclude rounds .)
   rm -rf "$W"
   ls -la "$OUT"
+}
+
+PROBE_SITE="$(pwd)/$RT/probe_site"
+probed() {  # probed CMD...: the command with probe_site on PYTHONPATH (a PROBE line at exit)
+  PYTHONPATH="$PROBE_SITE${PYTHONPATH:+:$PYTHONPATH}" "$@"
+}
+
+step_costprobe() {  # item 1: CUPTI states switched inside one timm bf16 process
+  run timeout 150 "$PY" $RT/cost_probe.py --rounds "${COST_ROUNDS:-4}" | tee "$W/costprobe.log" >/dev/null
+}
+
+bisect_one() {  # bisect_one CFG ROUND: timm bf16 bare or recorded as CFG, probed
+  local cfg=$1 r=$2 f="$W/rounds/timm$1-r$2"
+  case $cfg in
+    B) run probed timeout 120 "$PY" $(prog timm-bf16) | tee "$W/rounds/timmD-r$r-bare.log" >/dev/null ;;
+    F) PERFDIFF_COLLECT_BACKEND=fake run probed timeout 150 "${PD[@]}" collect --no-pm --no-nvml \
+         -o "$f.json.gz" -- "$PY" $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null ;;
+    Q) run probed timeout 180 "${PD[@]}" collect --no-pm --no-nvml -o "$f.json.gz" -- "$PY" \
+         $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null ;;
+    K) git apply $RT/patches/kernel_only.patch || { say "patch failed"; return 1; }
+       run probed timeout 180 "${PD[@]}" collect --no-pm --no-nvml -o "$f.json.gz" -- "$PY" \
+         $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null
+       git apply -R $RT/patches/kernel_only.patch ;;
+    D) run probed timeout 180 "${PD[@]}" collect -o "$f.json.gz" -- "$PY" $(prog timm-bf16) \
+         | tee "$f.json.gz.log" >/dev/null ;;
+  esac
+}
+
+step_bisect() {  # item 1: bare, hooks only (fake backend), kernel kind only, --no-pm --no-nvml,
+  local r c cfgs  # defaults; order rotated every round
+  for r in $(seq 1 "${ROUNDS:-3}"); do
+    cfgs=${BISECT:-B F K Q D}
+    for _ in $(seq 2 "$r"); do cfgs="${cfgs#* } ${cfgs%% *}"; done
+    say "bisect round $r: $cfgs"
+    for c in $cfgs; do bisect_one "$c" "$r"; done
+  done
+}
+
+step_pmsweep() {  # item 3: interval, metrics, drain cadence, image margin on a dense load
+  local s=${PM_SECONDS:-8}
+  for v in ${PMSWEEP:-"20000 both" "20000 both 0.05 3" "50000 both" "50000 both 0.05 3" "40000 both 0.05 3" "20000 tensor 0.05 3"}; do
+    set -- $v
+    run timeout 60 "$PY" scripts/gpu/pm_long_probe.py --seconds "$s" --interval-ns "$1" --metrics "$2" \
+      ${3:+--image-share $3} ${4:+--margin $4} | tee -a "$W/pmsweep.log" >/dev/null
+  done
+}
+
+step_gpt2pm() {  # item 3: GPT-2 generate 30 steps (its PM failed at stop), intervals as given
+  local g="$RT/gpt2_generate.py --attn sdpa --steps ${GPT2_STEPS:-30}" i
+  for i in ${GPT2_INTERVALS:-20000 50000}; do
+    run timeout 200 "${PD[@]}" collect --cycle-range step --no-nvml --sample-interval-ns "$i" \
+      -o "$W/rounds/gpt2P$i-r1.json.gz" -- "$PY" $g | tee "$W/rounds/gpt2P$i-r1.json.gz.log" >/dev/null
+  done
+  run "$PY" $RT/pm_coverage.py "$W"/rounds/*.json.gz | tee "$W/pm_coverage.log" >/dev/null
 }
 
 step_rounds() {  # bare and recorded alternated, order flipped every round
