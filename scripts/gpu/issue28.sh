@@ -212,6 +212,17 @@ step_gpt2pm() {  # item 3: GPT-2 generate 30 steps (its PM failed at stop), inte
   run "$PY" $RT/pm_coverage.py "$W"/rounds/*.json.gz | tee "$W/pm_coverage.log" >/dev/null
 }
 
+step_packsmall() {  # logs and summaries in one tar, run files in one tar per program family
+  (cd "$W" && tar cf "$OUT/logs.tar" --exclude='*.json.gz' .)
+  local fam
+  for fam in timm graph gpt2 ddp; do
+    ls "$W/rounds/$fam"*.json.gz >/dev/null 2>&1 || continue
+    (cd "$W/rounds" && tar cf "$OUT/runs-$fam.tar" "$fam"*.json.gz)
+  done
+  rm -rf "$W"
+  ls -la "$OUT"
+}
+
 step_rounds() {  # bare and recorded alternated, order flipped every round
   local r p
   for r in $(seq 1 "${ROUNDS:-3}"); do
