@@ -195,11 +195,12 @@ step_bisect() {  # item 1: bare, hooks only (fake backend), kernel kind only, --
 }
 
 step_pmsweep() {  # item 3: interval, metrics, drain cadence, image margin on a dense load
-  local s=${PM_SECONDS:-8}
-  for v in ${PMSWEEP:-"20000 both" "20000 both 0.05 3" "50000 both" "50000 both 0.05 3" "40000 both 0.05 3" "20000 tensor 0.05 3"}; do
+  local v
+  for v in "20000 both" "20000 tensor" "40000 both" "40000 both 0.05 3" "20000 both 0.05 3"; do
     set -- $v
-    run timeout 60 "$PY" scripts/gpu/pm_long_probe.py --seconds "$s" --interval-ns "$1" --metrics "$2" \
-      ${3:+--image-share $3} ${4:+--margin $4} | tee -a "$W/pmsweep.log" >/dev/null
+    run timeout 60 "$PY" scripts/gpu/pm_long_probe.py --seconds "${PM_SECONDS:-6}" \
+      --interval-ns "$1" --metrics "$2" ${3:+--image-share $3} ${4:+--margin $4} \
+      | tee -a "$W/pmsweep.log" >/dev/null
   done
 }
 

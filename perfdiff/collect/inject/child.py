@@ -41,6 +41,7 @@ from typing import Any
 
 from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.found_marks import FoundMarks
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
 from perfdiff.collect.overhead import UntracedCycles
 from perfdiff.collect.program_marks import attach_marker, launches_from_marks
@@ -126,6 +127,7 @@ class ChildCollector:
         self.marks: tuple[int, ...] | None = None  # the boundary marks' stream ids, once issued
         self.anchor: Any = None  # --cycle-function (anchor_function.AnchorFunction)
         self.found: Any = None  # no marking option: found_cycles.FoundCycles
+        self.found_marks: Any = None  # its boundary marks (found_marks.FoundMarks)
         # untraced cycles of the log the run's cycles come from (marks, or a found log)
         self.applied_untraced = self.untraced
         self.found_untraced: dict[int, UntracedCycles] = {}  # id(found log) -> its own
@@ -164,8 +166,8 @@ class ChildCollector:
             self.anchor.install()
         elif not cfg.cycle_range and not cfg.cycle_ms:
             from perfdiff.collect.found_cycles import FoundCycles
-
-            self.found = FoundCycles(self.trace.clock_ns, self._start_samplers)
+            self.found = FoundCycles(self.trace.clock_ns, self._before_found_cycle)
+            self.found_marks = FoundMarks(self.found, self.trace, self.warnings)
             self._untrace_found_cycles(self.found)
             self.found.install()
 
@@ -228,6 +230,13 @@ class ChildCollector:
             self.warnings.append(f"samplers could not start ({type(exc).__name__}: {exc}); "
                                  "kernels are still traced")
 
+    def _before_found_cycle(self) -> None:
+        """Before a found cycle's start: the samplers, then (once the found cycles are marked)
+        CUPTI's launch API records switched off (found_marks.py)."""
+        self._start_samplers()
+        if self.found_marks is not None:
+            self.found_marks.before_cycle(len(self.log.starts))
+
     def _try_start_samplers(self) -> None:
         torch = sys.modules.get("torch")
         if torch is None or not torch.cuda.is_initialized():
@@ -237,6 +246,10 @@ class ChildCollector:
         cfg = self.config
         if not cfg.cycle_ms:
             self.marks = attach_marker(self.log, torch, device, self.warnings)
+        if self.found_marks is not None:
+            from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+
+            self.found_marks.attach(lambda: TorchBoundaryMarker(torch, device))
         if cfg.nvml:
             from perfdiff.collect.environment import torch_device_info
             from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
@@ -325,10 +338,14 @@ class ChildCollector:
         synchronize_gpu(_cuda_synchronize(), self.warnings)
         self.stop_samplers()
         raw = stop_trace(self.trace, self.warnings)
-        cycles = self._cycles(raw, launches_from_marks(raw, self.marks, self.log, self.warnings))
+        marked = launches_from_marks(raw, self.marks, self.log, self.warnings)
+        found_marks = self.found_marks.launches(raw) if self.found_marks is not None else {}
+        cycles = self._cycles(raw, marked, found_marks)
         for untraced in (self.untraced, *self.found_untraced.values()):
             self.warnings.extend(untraced.errors)
         params = program_params(self.config, self.cycles_from)
+        if self.found_marks is not None and self.found_marks.switched:
+            params["launch_records"] = FoundMarks.PARAM
         recording = Recording(raw=raw, cycles=cycles, metrics=self.metrics,
                               trace_name=self.trace.name, untraced=self.applied_untraced)
         status = Status("incomplete", self.failure) if self.failure else Status("complete")
@@ -348,7 +365,8 @@ class ChildCollector:
         except Exception:
             return False
 
-    def _cycles(self, raw: RawTrace, mark_gpu_ns: list[int] | None = None) -> CycleTable:
+    def _cycles(self, raw: RawTrace, mark_gpu_ns: list[int] | None = None,
+                found_marks: dict[int, list[int] | None] | None = None) -> CycleTable:
         if self.config.cycle_ms:
             from perfdiff.collect.window_cycles import fixed_windows
 
@@ -359,7 +377,7 @@ class ChildCollector:
         if table.index.size == 0 and self.found is not None:
             from perfdiff.collect.found_cycles import choose_cycles
 
-            chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid())
+            chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid(), found_marks)
             self.warnings.extend(chosen.warnings)
             self.cycles_from = chosen.cycles_from
             if chosen.log is not None and id(chosen.log) in self.found_untraced:
