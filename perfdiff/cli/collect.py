@@ -120,7 +120,8 @@ def summary_line(run_file: RunFile, path: Path) -> str:
 
 
 class _Progress:
-    """Progress on stderr: cycles done of planned, trace records delivered so far."""
+    """Progress on stderr: cycles done of planned (and trace records decoded so far, where
+    any are)."""
 
     def __init__(self, total: int, quiet: bool) -> None:
         self.total = total
@@ -142,7 +143,10 @@ class _Progress:
 
     def __call__(self, done: int, records: int) -> None:
         if self._progress is not None:
-            text = f"cycles {done}/{self.total} | trace records {records:,} (delivered at flush)"
+            # CUPTI's buffers are spooled and decoded at stop: no count to show until then,
+            # unless the spool could not be made and they are decoded as they come
+            counted = f" | trace records {records:,} (delivered at flush)" if records else ""
+            text = f"cycles {done}/{self.total}{counted}"
             self._progress.update(self._task, completed=done, text=text)
 
     def __exit__(self, *exc: object) -> None:

@@ -76,9 +76,8 @@ class Sources:
     # None: the trace records launch API calls itself (or cannot tell launches at all)
     boundary_marker: BoundaryMarker | None = None
     synchronize: Callable[[], object] | None = None  # waits for the GPU (torch.cuda.synchronize)
+    # the folder the trace spools CUPTI's buffers into (spool.py), removed once it has stopped
+    spool_dir: str | None = None
 
-    def source_names(self) -> tuple[str, ...]:
-        return (self.trace.name, *(s.name for s in self.samplers))
 
-
-__all__ = ["MetricSampler", "Sources", "TraceBackend"]
+__all__ = ["BoundaryMarker", "MetricSampler", "Sources", "TraceBackend"]

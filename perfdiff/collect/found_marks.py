@@ -42,6 +42,7 @@ class FoundMarks:
         self.warnings = warnings
         self.streams: dict[int, tuple[int, ...]] = {}  # id(log) -> its marks' stream ids
         self.switched = False  # the API kinds were switched off
+        self.tried = False  # attach() was called (the GPU was known)
 
     def logs(self) -> tuple[CycleLog, ...]:
         return (self.found.optimizer_log, self.found.profiler_log)
@@ -50,6 +51,7 @@ class FoundMarks:
         """One marker (``.mark()``, ``.stream_ids``) per found log, from now on; a marker
         that cannot be made leaves that log unmarked (its launch records stay CUPTI's), and so
         does a log that has begun cycles already (its first ones would have no marks)."""
+        self.tried = True
         for log in self.logs():
             if id(log) in self.streams or log.starts:
                 continue

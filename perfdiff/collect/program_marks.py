@@ -9,35 +9,18 @@ built-in workloads replaced them by two tiny marks per cycle (``boundary_marks.p
 program gets the same once torch has initialised CUDA (the marks are torch fills): from
 then on every cycle begin and end issues a mark. Kernels launched before the first mark lie
 before the first marked cycle. With ``--cycle-range`` / ``--cycle-function`` no launch API
-records are recorded (``inject/child.py``: ``open_trace``); ``--cycle-ms`` windows and cycles
+records are recorded (``inject/child.py``: ``open_trace``; the recorder core, ``recorder.py``,
+attaches the marker); ``--cycle-ms`` windows and cycles
 found by themselves (no marking option) have no marks to go by and keep CUPTI's launch
 records, which then win over the marks.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from perfdiff.collect.boundary_marks import attach_launch_records, take_marks
 from perfdiff.collect.clock_check import clock_rate_warning
 from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.records import RawTrace
-
-
-def attach_marker(log: CycleLog, torch: Any, device: int,
-                  warnings: list[str]) -> tuple[int, ...] | None:
-    """Make ``log`` issue a mark at every cycle boundary from now on; the marks' stream ids,
-    or None (with a warning) when no marker can be made."""
-    try:
-        from perfdiff.collect.boundary_marks import TorchBoundaryMarker
-
-        marker = TorchBoundaryMarker(torch, device)
-    except Exception as exc:
-        warnings.append(f"cycle boundary marks unavailable ({type(exc).__name__}: {exc}); "
-                        "kernels are assigned to cycles by GPU start time")
-        return None
-    log.mark = marker.mark
-    return marker.stream_ids
 
 
 def launches_from_marks(raw: RawTrace, stream_ids: tuple[int, ...] | None, log: CycleLog,
@@ -77,4 +60,4 @@ def launches_from_marks(raw: RawTrace, stream_ids: tuple[int, ...] | None, log: 
     return mark_gpu_ns
 
 
-__all__ = ["attach_marker", "launches_from_marks"]
+__all__ = ["launches_from_marks"]

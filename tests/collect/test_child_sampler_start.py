@@ -1,4 +1,5 @@
-"""When the user-program child starts its samplers (inject/child.py ``_start_samplers``):
+"""When the user-program child's recorder core starts its samplers (recorder.py
+``Recorder.start_samplers``):
 the cycle marks and NVML at the first cycle after CUDA is initialised, PM sampling at the
 first measured cycle, so that the warm-up does not fill PM's ~3 s hardware buffer (a GPT-2
 program with a 4.4 s first cycle had PM on 18.8 % of its measured cycles, H100 2026-11-25).
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from perfdiff.collect.inject import child as child_module
+from perfdiff.collect import recorder as recorder_module
 from perfdiff.collect.inject.child import ChildCollector
 from perfdiff.collect.inject.config import InjectConfig
 from perfdiff.collect.inject.fake_backend import FakeTrace
@@ -42,8 +43,10 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
     torch.cuda = types.SimpleNamespace(is_initialized=lambda: True,  # type: ignore[attr-defined]
                                        current_device=lambda: 0)
     monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.setattr(child_module, "attach_marker",
-                        lambda log, torch, device, warnings: events.append("marks") or None)
+    def no_marker(torch: Any, device: int, warnings: list[str], instead: str) -> None:
+        events.append("marks")
+
+    monkeypatch.setattr(recorder_module, "open_marker", no_marker)
     pm_module = types.ModuleType("perfdiff.collect.pm_sampling")
     pm_module.PmSampler = lambda *a, **k: FakeSampler("pm")  # type: ignore[attr-defined]
     pm_module.PmSamplingUnavailable = RuntimeError  # type: ignore[attr-defined]
@@ -53,7 +56,7 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
         lambda *a, **k: FakeSampler("nvml"))
     monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml_process", nvml_process)
     nvml = types.ModuleType("perfdiff.collect.nvml")
-    nvml.load_nvml = lambda: None  # type: ignore[attr-defined]
+    nvml.load_nvml = lambda: types.SimpleNamespace()  # type: ignore[attr-defined]
     nvml.NvmlUnavailable = RuntimeError  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml", nvml)
     env = types.ModuleType("perfdiff.collect.environment")
@@ -83,7 +86,7 @@ def test_without_warm_up_pm_starts_with_the_first_cycle(collector: ChildCollecto
 
 def test_cycles_found_by_themselves_start_everything_at_once(
         collector: ChildCollector) -> None:
-    collector._start_samplers()  # what found_cycles.py calls, with no warm-up to know of
+    collector.core.start_samplers()  # what found_cycles.py calls, with no warm-up to know of
     assert events == ["marks", "start nvml", "start pm"]
 
 

@@ -4,11 +4,13 @@ Lifecycle: :func:`activate` decides whether this process records (see :func:`sho
 arranges for activity tracing to start when the program initialises CUDA (before its first
 kernel, and not earlier: CUPTI started before CUDA refuses PM sampling, deferred_trace.py),
 installs the cycle recorder behind ``perfdiff.cycle()`` / ``mark_cycle()`` and, with
-``--cycle-range``, the NVTX wrappers. PM sampling and NVML need to know the program's GPU,
-which is only known once the program has initialised CUDA, so NVML (and the cycle marks)
-start at the first cycle mark after that, PM sampling at the first measured cycle's mark
-(after the warm-up: :meth:`ChildCollector._start_samplers`), each before that cycle's start
-is stamped, so their set-up cost falls outside it.
+``--cycle-range``, the NVTX wrappers. The recording itself (cycle log, marks, samplers,
+untraced cycles, the run file) is the recorder core's (``recorder.py``), shared with built-in
+workloads; this module is the launcher around it. PM sampling and NVML need to know the
+program's GPU, which is only known once the program has initialised CUDA
+(:func:`program_gpu`), so the core starts NVML (and the cycle marks) at the first cycle mark
+after that, PM sampling at the first measured cycle's mark (after the warm-up), each before
+that cycle's start is stamped, so their set-up cost falls outside it.
 
 Samplers stop at the earliest point of the interpreter's exit: a ``threading`` exit hook, which
 runs before *every* ``atexit`` handler (torch's, and the weakref hook that frees cupti-python's
@@ -44,20 +46,12 @@ from perfdiff.collect.cycles import CycleLog
 from perfdiff.collect.found_marks import FoundMarks
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
 from perfdiff.collect.overhead import UntracedCycles
-from perfdiff.collect.program_marks import attach_marker, launches_from_marks
+from perfdiff.collect.recorder import Gpu, Recorder
 from perfdiff.collect.records import RawTrace
-from perfdiff.collect.run_file_builder import Recording, RunIdentity, build_run_file
-from perfdiff.collect.sampler_life import (
-    one_line,
-    open_nvml_sampler,
-    open_pm_sampler,
-    start_sampler,
-    stop_samplers,
-    stop_trace,
-    synchronize_gpu,
-)
+from perfdiff.collect.run_file_builder import RunIdentity
+from perfdiff.collect.sampler_life import one_line
 from perfdiff.markers import set_active_recorder
-from perfdiff.schema.model import CycleTable, Environment, MetricSeries, RunFile, Status, Workload
+from perfdiff.schema.model import CycleTable, Environment, RunFile, Status, Workload
 
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
 
@@ -82,19 +76,15 @@ def _env_int(name: str) -> int | None:
 
 class _Recorder:
     """The process's :class:`perfdiff.markers.CycleRecorder`: flags the first ``warmup``
-    cycles and gives the samplers their chance to start before a cycle is stamped."""
+    cycles (the core's log starts the samplers before a cycle is stamped)."""
 
-    def __init__(self, log: CycleLog, warmup: int, before_cycle: Any) -> None:
+    def __init__(self, log: CycleLog, warmup: int) -> None:
         self.log = log
         self.warmup = warmup
-        self.before_cycle = before_cycle
         self.begun = 0
         self.lock = threading.Lock()
 
     def begin_cycle(self, label: str, warmup: bool) -> None:
-        with self.lock:
-            measured = not (warmup or self.begun < self.warmup)
-        self.before_cycle(measured)
         with self.lock:
             self.log.begin_cycle(label, warmup or self.begun < self.warmup)
             self.begun += 1
@@ -104,39 +94,52 @@ class _Recorder:
             self.log.end_cycle(completed=completed)
 
 
+def program_gpu() -> Gpu | None:
+    """The program's GPU once it has initialised CUDA through torch, else None (asked again
+    before the next cycle). Never initialises CUDA itself."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_initialized():
+        return None
+    return Gpu(torch, int(torch.cuda.current_device()))
+
+
 class ChildCollector:
-    """One process's recording, from interpreter start to exit."""
+    """One process's recording, from interpreter start to exit: the user-program launcher
+    over the recorder core (``recorder.py``), which holds the trace, cycle log, marks,
+    samplers and warnings."""
 
     def __init__(self, config: InjectConfig, trace: TraceBackend) -> None:
         self.config = config
         self.trace = trace
         self.rank = _env_int("RANK")
-        # buffers CUPTI completes inside a cycle are decoded once it ends (raw_intake.py)
-        self.log = CycleLog(clock_ns=trace.clock_ns,
-                            on_cycle_end=_between_cycles(trace))
-        self.samplers: list[MetricSampler] = []
-        self.untraced = UntracedCycles(0 if config.cycle_ms else config.untraced_every, trace,
-                                       self.log, self.samplers)
-        self.recorder = _Recorder(self.log, config.warmup, self._start_samplers)
-        self.metrics: list[MetricSeries] = []
-        self._samplers_stopped = False
-        self.warnings: list[str] = []
+        # --cycle-ms windows are cut after the run: no untraced cycles, no boundary marks
+        self.core = Recorder(config, trace,
+                             untraced_every=0 if config.cycle_ms else config.untraced_every,
+                             find_gpu=program_gpu if config.backend == "cupti" else None,
+                             marks=not config.cycle_ms, on_sampler_start=self._finish_last)
+        self.log = self.core.log
+        self.recorder = _Recorder(self.log, config.warmup)
         self.failure: str | None = None
         self.exit_code: int | None = None
         self.nvtx: Any = None
-        self.marks: tuple[int, ...] | None = None  # the boundary marks' stream ids, once issued
         self.anchor: Any = None  # --cycle-function (anchor_function.AnchorFunction)
         self.found: Any = None  # no marking option: found_cycles.FoundCycles
-        self.found_marks: Any = None  # its boundary marks (found_marks.FoundMarks)
+        self.found_marks: FoundMarks | None = None  # their boundary marks (found_marks.py)
         # untraced cycles of the log the run's cycles come from (marks, or a found log)
-        self.applied_untraced = self.untraced
+        self.applied_untraced = self.core.untraced
         self.found_untraced: dict[int, UntracedCycles] = {}  # id(found log) -> its own
         self.cycles_from: str | None = None  # how cycles were cut, when found at exit
-        self._samplers_tried = False
-        self._pm_tried = False
-        self._device = 0
         self._finished = False
         self._previous_excepthook = sys.excepthook
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.core.warnings
+
+    @property
+    def samplers(self) -> list[MetricSampler]:
+        """The samplers started so far."""
+        return self.core.started
 
     # ---------------------------------------------------------------- start
 
@@ -166,6 +169,7 @@ class ChildCollector:
             self.anchor.install()
         elif not cfg.cycle_range and not cfg.cycle_ms:
             from perfdiff.collect.found_cycles import FoundCycles
+
             self.found = FoundCycles(self.trace.clock_ns, self._before_found_cycle)
             self.found_marks = FoundMarks(self.found, self.trace, self.warnings)
             self._untrace_found_cycles(self.found)
@@ -180,14 +184,30 @@ class ChildCollector:
         only one may have an untraced cycle open (both would pause one backend): the profiler
         log's switch acts only while no optimizer has stepped, and neither while the other's
         untraced cycle is open."""
-        every = 0 if self.config.cycle_ms else self.config.untraced_every
-        optimizer = UntracedCycles(every, self.trace, found.optimizer_log, self.samplers)
-        profiler = UntracedCycles(
-            every, self.trace, found.profiler_log, self.samplers,
+        every = self.config.untraced_every
+        optimizer = self.core.untrace(found.optimizer_log, every)
+        profiler = self.core.untrace(
+            found.profiler_log, every,
             allowed=lambda: not found.optimizer_log.starts and not optimizer.paused)
         optimizer.allowed = lambda: not profiler.paused
         self.found_untraced = {id(found.optimizer_log): optimizer,
                                id(found.profiler_log): profiler}
+
+    def _before_found_cycle(self) -> None:
+        """Before a found cycle's start: the samplers; the found logs' boundary marks once
+        the GPU is known; CUPTI's launch API records off once they are marked
+        (found_marks.py). Nothing may escape into the program (FoundCycles.new_cycle)."""
+        self.core.start_samplers()
+        marks = self.found_marks
+        if marks is None:
+            return
+        if not marks.tried and self.config.backend == "cupti":
+            gpu = program_gpu()
+            if gpu is not None:
+                from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+
+                marks.attach(lambda: TorchBoundaryMarker(gpu.torch, gpu.index))
+        marks.before_cycle(len(self.log.starts))
 
     def _excepthook(
         self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
@@ -208,74 +228,10 @@ class ChildCollector:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
-    def _start_samplers(self, measured: bool = True) -> None:
-        """Marks and NVML on the program's GPU once CUDA is initialised there; PM sampling
-        from the first measured cycle on.
-
-        Why PM waits for a measured cycle: its hardware buffer holds ~3 s of samples at 20 us
-        and what the warm-up fills is decoded first; a GPT-2 program whose first cycle took
-        4.4 s had PM on 18.8 % of its measured cycles (H100, 2026-11-25). Called from the
-        program's own cycle marks: nothing may escape into the program.
-        """
-        if self._samplers_stopped or self.config.backend != "cupti":
-            return
-        try:
-            if not self._samplers_tried:
-                self._try_start_samplers()
-            if measured and self._samplers_tried and not self._pm_tried:
-                self._pm_tried = True
-                self._try_start_pm()
-        except Exception as exc:
-            self._samplers_tried = self._pm_tried = True
-            self.warnings.append(f"samplers could not start ({type(exc).__name__}: {exc}); "
-                                 "kernels are still traced")
-
-    def _before_found_cycle(self) -> None:
-        """Before a found cycle's start: the samplers, then (once the found cycles are marked)
-        CUPTI's launch API records switched off (found_marks.py)."""
-        self._start_samplers()
-        if self.found_marks is not None:
-            self.found_marks.before_cycle(len(self.log.starts))
-
-    def _try_start_samplers(self) -> None:
-        torch = sys.modules.get("torch")
-        if torch is None or not torch.cuda.is_initialized():
-            return  # not yet: try again at the next cycle mark
-        self._samplers_tried = True
-        device = self._device = int(torch.cuda.current_device())
-        cfg = self.config
-        if not cfg.cycle_ms:
-            self.marks = attach_marker(self.log, torch, device, self.warnings)
-        if self.found_marks is not None:
-            from perfdiff.collect.boundary_marks import TorchBoundaryMarker
-
-            self.found_marks.attach(lambda: TorchBoundaryMarker(torch, device))
-        if cfg.nvml:
-            from perfdiff.collect.environment import torch_device_info
-            from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
-
-            try:
-                nvml = load_nvml()
-            except NvmlUnavailable as exc:
-                self.warnings.append(str(exc))
-                return
-            uuid = torch_device_info(torch, device, nvml).uuid
-            poller = open_nvml_sampler(cfg, device, self.trace.clock_ns, nvml, uuid,
-                                       self.warnings)
-            if poller is not None:
-                self._start_one(poller)
-
-    def _try_start_pm(self) -> None:
-        pm = open_pm_sampler(self.config, self._device, self.trace.clock_ns, self.warnings)
-        if pm is not None:
-            self._start_one(pm)
-
-    def _start_one(self, sampler: MetricSampler) -> None:
-        if not start_sampler(sampler, self.warnings):
-            return
-        self.samplers.append(sampler)
-        # Should the threading hook be missing: an atexit handler registered now runs before
-        # those registered earlier (torch's import-time ones, the weakref hook).
+    def _finish_last(self) -> None:
+        """A sampler started: should the threading hook be missing, an atexit handler
+        registered now runs before those registered earlier (torch's import-time ones, the
+        weakref hook that frees cupti-python's PM sampling object)."""
         atexit.unregister(self.finish)
         atexit.register(self.finish)
 
@@ -285,34 +241,7 @@ class ChildCollector:
         Runs at the start of interpreter exit (module docstring) or from :meth:`finish`,
         whichever comes first; never raises.
         """
-        if self._samplers_stopped:
-            return
-        self._samplers_stopped = True
-        self._say_why_not_sampled()
-        if not self.samplers:
-            return
-        synchronize_gpu(_cuda_synchronize(), self.warnings)
-        self.metrics.extend(stop_samplers(self.samplers, self.warnings))
-
-    def _say_why_not_sampled(self) -> None:
-        """One line when PM sampling or NVML was asked for but never started. Why: a Triton
-        program's run file had neither and no word why (issue 28); the samplers start once
-        torch has initialised CUDA, and PM sampling at the first measured cycle."""
-        cfg = self.config
-        if cfg.backend != "cupti":
-            return
-        wanted = [name for name, on in (("PM sampling", cfg.pm_wanted),
-                                        ("NVML", cfg.nvml)) if on]
-        if not self._samplers_tried and wanted:
-            self.warnings.append(
-                f"{' and '.join(wanted)} did not run: they start once PyTorch has initialised "
-                "CUDA in the program, and this program never did (CUDA used without torch, "
-                "e.g. through Triton, CuPy or a C extension); import torch and touch CUDA "
-                "(torch.cuda.init()) before the first cycle to have them; kernels are traced")
-        elif self._samplers_tried and not self._pm_tried and cfg.pm_wanted:
-            self.warnings.append(
-                "PM sampling did not run: it starts at the first measured cycle and the "
-                "program ended before one (raise the number of steps or lower --warmup)")
+        self.core.stop_samplers(_cuda_synchronize())
 
     # ---------------------------------------------------------------- finish
 
@@ -335,26 +264,17 @@ class ChildCollector:
     def _stop_and_build(self) -> RunFile:
         torch = sys.modules.get("torch")
         cuda_ready = torch is not None and self._cuda_initialized(torch)
-        synchronize_gpu(_cuda_synchronize(), self.warnings)
-        self.stop_samplers()
-        raw = stop_trace(self.trace, self.warnings)
-        marked = launches_from_marks(raw, self.marks, self.log, self.warnings)
-        found_marks = self.found_marks.launches(raw) if self.found_marks is not None else {}
-        cycles = self._cycles(raw, marked, found_marks)
-        for untraced in (self.untraced, *self.found_untraced.values()):
-            self.warnings.extend(untraced.errors)
+        raw = self.core.stop(_cuda_synchronize())
+        cycles = self._cycles(raw)
+        status = Status("incomplete", self.failure) if self.failure else Status("complete")
         params = program_params(self.config, self.cycles_from)
         if self.found_marks is not None and self.found_marks.switched:
             params["launch_records"] = FoundMarks.PARAM
-        recording = Recording(raw=raw, cycles=cycles, metrics=self.metrics,
-                              trace_name=self.trace.name, untraced=self.applied_untraced)
-        status = Status("incomplete", self.failure) if self.failure else Status("complete")
-        return build_run_file(
-            recording, environment=self._environment(torch if cuda_ready else None),
+        return self.core.run_file(
+            raw, cycles, environment=self._environment(torch if cuda_ready else None),
             workload=Workload(name=program_name(self.config.command), params=params,
                               command=self.config.command),
-            status=status, warnings=self.warnings,
-            sample_interval_ns=self.config.sample_interval_ns,
+            status=status, untraced=self.applied_untraced,
             identity=RunIdentity(index=self.config.run_index, rank=self.rank,
                                  exit_code=self.exit_code))
 
@@ -365,19 +285,21 @@ class ChildCollector:
         except Exception:
             return False
 
-    def _cycles(self, raw: RawTrace, mark_gpu_ns: list[int] | None = None,
-                found_marks: dict[int, list[int] | None] | None = None) -> CycleTable:
+    def _cycles(self, raw: RawTrace) -> CycleTable:
         if self.config.cycle_ms:
             from perfdiff.collect.window_cycles import fixed_windows
 
             return fixed_windows(raw, self.config.cycle_ms, self.config.warmup)
         if self.anchor is not None:
             self.anchor.uninstall()
-        table = self.log.table(mark_gpu_ns)
+        table = self.core.cycle_table(raw)
+        # the found logs' marks leave ``raw`` whichever cycles the run gets
+        found_marks = self.found_marks.launches(raw) if self.found_marks is not None else {}
         if table.index.size == 0 and self.found is not None:
             from perfdiff.collect.found_cycles import choose_cycles
 
-            chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid(), found_marks)
+            chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid(),
+                                   found_marks)
             self.warnings.extend(chosen.warnings)
             self.cycles_from = chosen.cycles_from
             if chosen.log is not None and id(chosen.log) in self.found_untraced:
@@ -408,27 +330,11 @@ class ChildCollector:
                                python_version=platform.python_version(),
                                devices=(fake_device(0),))
         from perfdiff.collect.environment import gather_environment
+        from perfdiff.collect.sources import nvml_library
 
-        nvml = None
-        try:
-            from perfdiff.collect.nvml import load_nvml
-
-            nvml = load_nvml()
-        except Exception:
-            nvml = None
         device = int(torch.cuda.current_device()) if torch is not None else 0
-        return gather_environment(torch, device, nvml)
-
-
-def _between_cycles(trace: TraceBackend) -> Any:
-    """``CycleLog.on_cycle_end`` for ``trace``: its ``between_cycles``, if it has one."""
-    between = getattr(trace, "between_cycles", None)
-    if between is None:
-        return None
-
-    def on_cycle_end(done: int) -> None:
-        between()
-    return on_cycle_end
+        # NVML only for the driver and clocks here: its absence was said when sampling began
+        return gather_environment(torch, device, nvml_library(False, []))
 
 
 def _cuda_synchronize() -> Any:
@@ -494,8 +400,8 @@ def open_trace(config: InjectConfig) -> TraceBackend:
         return FakeTrace()
     if config.backend != "cupti":
         raise ValueError(f"unknown backend {config.backend!r}")
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
     from perfdiff.collect.inject.deferred_trace import DeferredTrace
+    from perfdiff.collect.sources import open_trace as open_cupti
 
     # Launch API records only where cycles have no boundary marks: --cycle-ms windows, and
     # cycles found by themselves (no marking option: found_cycles.py); --cycle-range,
@@ -505,9 +411,8 @@ def open_trace(config: InjectConfig) -> TraceBackend:
     # CUPTI starts when the program initialises CUDA: started earlier, it refuses PM sampling
     # CUPTI's buffers are spooled into the shard folder and decoded at exit (spool.py): none
     # of that decode lands in a cycle, and a process killed outright leaves them on disk
-    return DeferredTrace(lambda: CuptiActivityBackend(trace_memory=config.trace_memory,
-                                                      trace_api=api,
-                                                      spool_dir=config.shard_dir),
+    return DeferredTrace(lambda: open_cupti(config, launch_records=api,
+                                            spool_dir=config.shard_dir),
                          pm_requested=config.pm_wanted)
 
 
