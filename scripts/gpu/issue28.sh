@@ -4,6 +4,7 @@
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
 #   steps: install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
 #          overhead timmlong gil stream timmvar gpt2holds gpuall costprobe bisect pmsweep gpt2pm
+#          compare packsmall
 #          pack (COLLECT_OPTS: extra collect options)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
 #   traces.tar and rest.tar, then $W removed)
@@ -211,6 +212,12 @@ step_gpt2pm() {  # item 3: GPT-2 generate 30 steps (its PM failed at stop), inte
       -o "$W/rounds/gpt2P$i-r1.json.gz" -- "$PY" $g | tee "$W/rounds/gpt2P$i-r1.json.gz.log" >/dev/null
   done
   run "$PY" $RT/pm_coverage.py "$W"/rounds/*.json.gz | tee "$W/pm_coverage.log" >/dev/null
+}
+
+step_compare() {  # timm bf16 -> fp32 per round and bf16 vs bf16 against the bare change; PM
+  run "$PY" $RT/compare_pairs.py "$W/rounds" timm-bf16 timm-fp32 --rounds "${ROUNDS:-3}" \
+    --json "$W/compare.json"
+  run "$PY" $RT/pm_coverage.py "$W"/rounds/*.json.gz --json "$W/pm_coverage.json" >/dev/null
 }
 
 step_packsmall() {  # logs and summaries in one tar, run files in one tar per program family
