@@ -214,9 +214,12 @@ step_gpt2pm() {  # item 3: GPT-2 generate 30 steps (its PM failed at stop), inte
   run "$PY" $RT/pm_coverage.py "$W"/rounds/*.json.gz | tee "$W/pm_coverage.log" >/dev/null
 }
 
-step_compare() {  # timm bf16 -> fp32 per round and bf16 vs bf16 against the bare change; PM
-  run "$PY" $RT/compare_pairs.py "$W/rounds" timm-bf16 timm-fp32 --rounds "${ROUNDS:-3}" \
-    --json "$W/compare.json"
+step_compare() {  # A -> B per round and A vs A against the bare change (PAIRS="A:B ..."); PM
+  local pair
+  for pair in ${COMPARE_PAIRS:-timm-bf16:timm-fp32}; do
+    run "$PY" $RT/compare_pairs.py "$W/rounds" "${pair%%:*}" "${pair##*:}" \
+      --rounds "${ROUNDS:-3}" --json "$W/compare-${pair%%:*}.json"
+  done
   run "$PY" $RT/pm_coverage.py "$W"/rounds/*.json.gz --json "$W/pm_coverage.json" >/dev/null
 }
 
