@@ -146,7 +146,7 @@ step_gpt2holds() {  # (d) GPT-2 generate, the launch-bound program: holds, NVTX 
 }
 
 step_gpuall() {  # every GPU test (collect, user programs, raw intake, graphs)
-  run timeout "${GPUALL_S:-300}" "$PY" -m pytest -q -m gpu tests/gpu -p no:cacheprovider -x
+  run timeout "${GPUALL_S:-300}" "$PY" -m pytest -q -m gpu tests/gpu -p no:cacheprovider ${GPUALL_X--x}
 }
 
 step_pack() {  # one tar per program's rounds (each file back is at most 16 MB)
