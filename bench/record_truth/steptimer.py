@@ -37,7 +37,9 @@ class StepTimer:
         steady = steps[self.skip:] or steps
         return {**extra, "steps": len(self.ends),
                 "median_step_ms": round(statistics.median(steady), 4) if steady else None,
-                "step_ms": [round(s, 4) for s in steps]}
+                "step_ms": [round(s, 4) for s in steps],
+                # perf_counter at each step end: lines the steps up with probe_site's events
+                "ends": [round(e, 6) for e in self.ends]}
 
     def print_summary(self, **extra: Any) -> None:
         print("STEPTIMER " + json.dumps(self.summary(**extra)), flush=True)

@@ -84,7 +84,12 @@ def main() -> None:
     p.add_argument("dir")
     p.add_argument("--json")
     a = p.parse_args()
-    rows = [recorded_row(f) for f in sorted(glob.glob(os.path.join(a.dir, "*-r[0-9]*.json.gz")))]
+    rows = []
+    for f in sorted(glob.glob(os.path.join(a.dir, "*-r[0-9]*.json.gz"))):
+        try:
+            rows.append(recorded_row(f))
+        except Exception as exc:  # one unreadable recording must not hide the others
+            print(f"{f}: {type(exc).__name__}: {exc}")
     programs: dict[str, dict[str, list[float]]] = {}
     for r in rows:
         name = re.sub(r"-r\d+\.json\.gz$", "", r["file"])

@@ -172,6 +172,24 @@ class CuptiActivityBackend:
             self._cupti.activity_enable(kind)
         self._toggle_kept_api(1)
 
+    def stop_api_records(self) -> bool:
+        """Switch the RUNTIME and DRIVER kinds off for the rest of the run (boundary marks
+        give the launch records from here: ``found_marks.py``); True if they were on.
+
+        Why off and not only their call ids: with the kinds on, every CUDA API call goes
+        through CUPTI's recording path even where its id is off (timm ViT-S bf16 step, one
+        process, H200 2026-11-28: 35.6 ms untraced with the kinds on and their ids off,
+        31.2 ms with every kind off; 40.7 ms traced with them, 32.7 ms with the kernel kind
+        alone: ``bench/record_truth/cost_probe.py``)."""
+        api = {self._cupti.ActivityKind.RUNTIME, self._cupti.ActivityKind.DRIVER}
+        kinds = [kind for kind in self._enabled if kind in api]
+        for kind in kinds:
+            self._cupti.activity_disable(kind)
+        self._enabled = [kind for kind in self._enabled if kind not in api]
+        self._kept_api = []
+        self._trace_api = False
+        return bool(kinds)
+
     def _record_kinds(self) -> list[Any]:
         """The enabled kinds other than the API ones (those stay on, with their ids off)."""
         api = {self._cupti.ActivityKind.RUNTIME, self._cupti.ActivityKind.DRIVER}

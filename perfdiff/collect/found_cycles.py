@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
@@ -134,13 +134,18 @@ class Chosen:
     log: CycleLog | None = None  # the log the table was cut from (None: detected after the run)
 
 
-def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int) -> Chosen:
-    """Optimizer steps, else profiler steps, else the detected period, else no cycles."""
-    optimizer = found.optimizer_log.table()
+def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int,
+                  mark_gpu_ns: Mapping[int, list[int] | None] | None = None) -> Chosen:
+    """Optimizer steps, else profiler steps, else the detected period, else no cycles.
+
+    ``mark_gpu_ns``: id(log) -> the GPU start times of that log's boundary marks
+    (found_marks.py), for the table's mark columns."""
+    marks = mark_gpu_ns or {}
+    optimizer = found.optimizer_log.table(marks.get(id(found.optimizer_log)))
     if optimizer.index.size >= MIN_FOUND_CYCLES:
         return Chosen(flag_warmup(optimizer, warmup), found.describe_optimizer(),
                       log=found.optimizer_log)
-    profiler = found.profiler_log.table()
+    profiler = found.profiler_log.table(marks.get(id(found.profiler_log)))
     if profiler.index.size >= MIN_FOUND_CYCLES:
         return Chosen(flag_warmup(profiler, warmup), "torch.profiler prof.step()",
                       log=found.profiler_log)

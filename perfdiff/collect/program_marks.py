@@ -24,14 +24,16 @@ from perfdiff.collect.records import RawTrace
 
 
 def launches_from_marks(raw: RawTrace, stream_ids: tuple[int, ...] | None, log: CycleLog,
-                        warnings: list[str]) -> list[int] | None:
+                        warnings: list[str], *, replace: bool = False) -> list[int] | None:
     """Launch records from the marks (removed from ``raw``); the marks' GPU start times in
     issue order when every issued mark was recorded, else None (and a warning). Where CUPTI
     recorded launch API records (cycles found by themselves need them: found_cycles.py),
-    those are kept and the marks only give the cycle table's mark columns."""
+    those are kept and the marks only give the cycle table's mark columns, unless ``replace``:
+    CUPTI's records stopped part-way (found_marks.py), so the marks replace them."""
     if stream_ids is None:
         return None
-    has_launch_records = bool(raw.api) or (raw.columns is not None and raw.columns.api.size > 0)
+    has_launch_records = not replace and (
+        bool(raw.api) or (raw.columns is not None and raw.columns.api.size > 0))
     mark_ids, mark_gpu_ns = take_marks(raw, stream_ids)
     if not log.mark_ns:
         return None  # no cycle of this log was marked (cycles found otherwise, or none)

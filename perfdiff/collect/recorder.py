@@ -78,13 +78,16 @@ class Recorder:
         warnings: Sequence[str] = (),
         after_cycle: Callable[[int], None] | None = None,
         on_sampler_start: Callable[[], None] | None = None,
+        no_gpu_why: str = "",
     ) -> None:
         """``samplers``/``marker``: opened by the launcher (a built-in workload's GPU is known
         before it runs); ``find_gpu``: asked before each cycle until it answers, then the core
         opens the marker (where ``marks``), NVML and PM sampling itself (a user program's GPU
         is known only once it has initialised CUDA). ``after_cycle``: the launcher's own work
         after each completed cycle (before the intake's decode); ``on_sampler_start``: called
-        after each sampler started (the child re-registers its exit hook then)."""
+        after each sampler started (the child re-registers its exit hook then);
+        ``no_gpu_why``: why ``find_gpu`` may never answer, said at stop where it did not
+        and PM sampling or NVML was asked for."""
         self.settings = settings
         self.trace = trace
         self.warnings: list[str] = list(warnings)
@@ -101,6 +104,7 @@ class Recorder:
         self._samplers_stopped = False
         self._after_cycle = after_cycle
         self._on_sampler_start = on_sampler_start
+        self._no_gpu_why = no_gpu_why
         self.log = CycleLog(clock_ns=trace.clock_ns, on_cycle_begin=self._before_cycle,
                             on_cycle_end=self._cycle_ended)
         if marker is not None:
@@ -204,18 +208,14 @@ class Recorder:
 
     def _say_why_not_sampled(self) -> None:
         """One line when PM sampling or NVML was asked for but never started. Why: a Triton
-        program's run file had neither and no word why (issue 28)."""
+        program's run file had neither and no word why (issue 28), and a --cycle-ms one was
+        told it never initialised CUDA."""
         cfg = self.settings
+        wanted = " and ".join(name for name, on in (("PM sampling", cfg.pm_wanted),
+                                                   ("NVML", cfg.nvml)) if on)
         if self._find_gpu is not None and self._gpu is None and not self._sampling_failed:
-            wanted = [name for name, on in (("PM sampling", cfg.pm_wanted),
-                                            ("NVML", cfg.nvml)) if on]
             if wanted:
-                self.warnings.append(
-                    f"{' and '.join(wanted)} did not run: they start once PyTorch has "
-                    "initialised CUDA in the program, and this program never did (CUDA used "
-                    "without torch, e.g. through Triton, CuPy or a C extension); import torch "
-                    "and touch CUDA (torch.cuda.init()) before the first cycle to have them; "
-                    "kernels are traced")
+                self.warnings.append(f"{wanted} did not run: {self._no_gpu_why}")
         elif self._open_pm or self._waiting_pm:
             self.warnings.append(
                 "PM sampling did not run: it starts at the first measured cycle and the "

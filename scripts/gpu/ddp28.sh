@@ -4,7 +4,8 @@
 # alternated (bf16 and fp32), and `perfdiff collect --shards` of the normal job and of a job
 # whose rank 1 is slowed on purpose.
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/ddp28.sh STEP...
-#   steps: install shards rounds check gputest pack   (ROUNDS=3, DDP_STEPS=40, SLOW=250)
+#   steps: install shards rounds check compare pmsweep gputest pack packsmall
+#   (ROUNDS=3, DDP_STEPS=40, SLOW=250)
 # Files land in $OUT/w/ and are packed into $OUT/*.tar (the device tool brings back 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -78,6 +79,28 @@ step_check() {
 step_gputest() {  # the GPU tests, with the merged recorder (issue 28 item 5)
   run timeout 240 "$PY" -m pytest -q -m gpu tests/gpu/test_raw_intake_gpu.py \
     tests/gpu/test_collect_gpu.py -p no:cacheprovider
+}
+
+step_compare() {  # bf16 -> fp32 per round and bf16 vs bf16, against the bare change
+  run "$PY" bench/record_truth/compare_pairs.py "$W/rounds" ddp-bf16 ddp-fp32 \
+    --rounds "${ROUNDS:-3}" --json "$W/compare.json"
+  run "$PY" bench/record_truth/pm_coverage.py "$W"/rounds/*.json.gz --json "$W/pm_coverage.json"
+}
+
+step_pmsweep() {  # issue 28 item 3 on this machine's GPU 0 (issue28.sh's probe)
+  local v
+  for v in "20000 both" "20000 tensor" "40000 both" "40000 both 0.05 3" "20000 both 0.05 3"; do
+    set -- $v
+    run timeout 60 "$PY" scripts/gpu/pm_long_probe.py --seconds "${PM_SECONDS:-6}" \
+      --interval-ns "$1" --metrics "$2" ${3:+--image-share $3} ${4:+--margin $4} \
+      | tee -a "$W/pmsweep.log" >/dev/null
+  done
+}
+
+step_packsmall() {  # logs and summaries in one tar; run files are not brought back
+  (cd "$W" && tar cf "$OUT/logs.tar" --exclude='*.json.gz' --exclude shards .)
+  rm -rf "$W"
+  ls -la "$OUT"
 }
 
 step_pack() {

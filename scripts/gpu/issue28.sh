@@ -3,7 +3,9 @@
 # and bare vs `perfdiff collect` processes alternated (bench/record_truth/ programs).
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
 #   steps: install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
-#          overhead timmlong gil stream timmvar gpt2holds gpuall pack (COLLECT_OPTS: extra collect options)
+#          overhead timmlong gil stream timmvar gpt2holds gpuall costprobe bisect pmsweep gpt2pm
+#          compare packsmall
+#          pack (COLLECT_OPTS: extra collect options)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
 #   traces.tar and rest.tar, then $W removed)
 # Every file lands in $OUT/w/ and is packed into $OUT/all.tar at the end (the device tool
@@ -153,6 +155,81 @@ step_pack() {  # one tar per program's rounds (each file back is at most 16 MB)
     (cd "$W/rounds" && tar cf "$OUT/rounds-$p.tar" "$p"-r*)
   done
   (cd "$W" && tar cf "$OUT/traces.tar" traces && tar cf "$OUT/rest.tar" --exclude traces --exclude rounds .)
+  rm -rf "$W"
+  ls -la "$OUT"
+}
+
+PROBE_SITE="$(pwd)/$RT/probe_site"
+probed() {  # probed CMD...: the command with probe_site on PYTHONPATH (a PROBE line at exit)
+  PYTHONPATH="$PROBE_SITE${PYTHONPATH:+:$PYTHONPATH}" "$@"
+}
+
+step_costprobe() {  # item 1: CUPTI states switched inside one timm bf16 process
+  run timeout 150 "$PY" $RT/cost_probe.py --rounds "${COST_ROUNDS:-4}" | tee "$W/costprobe.log" >/dev/null
+}
+
+bisect_one() {  # bisect_one CFG ROUND: timm bf16 bare or recorded as CFG, probed
+  local cfg=$1 r=$2 f="$W/rounds/timm$1-r$2"
+  case $cfg in
+    B) run probed timeout 120 "$PY" $(prog timm-bf16) | tee "$W/rounds/timmD-r$r-bare.log" >/dev/null ;;
+    F) PERFDIFF_COLLECT_BACKEND=fake run probed timeout 150 "${PD[@]}" collect --no-pm --no-nvml \
+         -o "$f.json.gz" -- "$PY" $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null ;;
+    Q) run probed timeout 180 "${PD[@]}" collect --no-pm --no-nvml -o "$f.json.gz" -- "$PY" \
+         $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null ;;
+    K) git apply $RT/patches/kernel_only.patch || { say "patch failed"; return 1; }
+       run probed timeout 180 "${PD[@]}" collect --no-pm --no-nvml -o "$f.json.gz" -- "$PY" \
+         $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null
+       git apply -R $RT/patches/kernel_only.patch ;;
+    D) run probed timeout 180 "${PD[@]}" collect -o "$f.json.gz" -- "$PY" $(prog timm-bf16) \
+         | tee "$f.json.gz.log" >/dev/null ;;
+  esac
+}
+
+step_bisect() {  # item 1: bare, hooks only (fake backend), kernel kind only, --no-pm --no-nvml,
+  local r c cfgs  # defaults; order rotated every round
+  for r in $(seq 1 "${ROUNDS:-3}"); do
+    cfgs=${BISECT:-B F K Q D}
+    for _ in $(seq 2 "$r"); do cfgs="${cfgs#* } ${cfgs%% *}"; done
+    say "bisect round $r: $cfgs"
+    for c in $cfgs; do bisect_one "$c" "$r"; done
+  done
+}
+
+step_pmsweep() {  # item 3: interval, metrics, drain cadence, image margin on a dense load
+  local v
+  for v in "20000 both" "20000 tensor" "40000 both" "40000 both 0.05 3" "20000 both 0.05 3"; do
+    set -- $v
+    run timeout 60 "$PY" scripts/gpu/pm_long_probe.py --seconds "${PM_SECONDS:-6}" \
+      --interval-ns "$1" --metrics "$2" ${3:+--image-share $3} ${4:+--margin $4} \
+      | tee -a "$W/pmsweep.log" >/dev/null
+  done
+}
+
+step_gpt2pm() {  # item 3: GPT-2 generate 30 steps (its PM failed at stop), intervals as given
+  local g="$RT/gpt2_generate.py --attn sdpa --steps ${GPT2_STEPS:-30}" i
+  for i in ${GPT2_INTERVALS:-20000 50000}; do
+    run timeout 200 "${PD[@]}" collect --cycle-range step --no-nvml --sample-interval-ns "$i" \
+      -o "$W/rounds/gpt2P$i-r1.json.gz" -- "$PY" $g | tee "$W/rounds/gpt2P$i-r1.json.gz.log" >/dev/null
+  done
+  run "$PY" $RT/pm_coverage.py "$W"/rounds/*.json.gz | tee "$W/pm_coverage.log" >/dev/null
+}
+
+step_compare() {  # A -> B per round and A vs A against the bare change (PAIRS="A:B ..."); PM
+  local pair
+  for pair in ${COMPARE_PAIRS:-timm-bf16:timm-fp32}; do
+    run "$PY" $RT/compare_pairs.py "$W/rounds" "${pair%%:*}" "${pair##*:}" \
+      --rounds "${ROUNDS:-3}" --json "$W/compare-${pair%%:*}.json"
+  done
+  run "$PY" $RT/pm_coverage.py "$W"/rounds/*.json.gz --json "$W/pm_coverage.json" >/dev/null
+}
+
+step_packsmall() {  # logs and summaries in one tar, run files in one tar per program family
+  (cd "$W" && tar cf "$OUT/logs.tar" --exclude='*.json.gz' .)
+  local fam
+  for fam in timm graph gpt2 ddp; do
+    ls "$W/rounds/$fam"*.json.gz >/dev/null 2>&1 || continue
+    (cd "$W/rounds" && tar cf "$OUT/runs-$fam.tar" "$fam"*.json.gz)
+  done
   rm -rf "$W"
   ls -la "$OUT"
 }

@@ -8,6 +8,8 @@ once ~127,000 samples wait (80 % of the 2 GiB buffer) but an image holds at most
 (MAX_IMAGE_BYTES), so the first decode fills its image and the next one fails.
 
 Usage: python scripts/gpu/pm_long_probe.py [--seconds 8] [--fill 0.8] [--max-image-mb 1400]
+       [--interval-ns 20000] [--metrics both|tensor|dram] [--image-share S] [--margin M]
+       [--buffer-mb MB] [--drain-period S]
 """
 
 from __future__ import annotations
@@ -29,13 +31,18 @@ def main() -> None:
     p.add_argument("--max-image-mb", type=float)
     p.add_argument("--image-share", type=float, help="2.0 gives the drain threshold before "
                    "the fix (the buffer's 80 %% alone)")
+    p.add_argument("--interval-ns", type=int, default=20_000)
+    p.add_argument("--metrics", choices=("both", "tensor", "dram"), default="both")
+    p.add_argument("--margin", type=float, help="IMAGE_MARGIN")
+    p.add_argument("--buffer-mb", type=int, help="HARDWARE_BUFFER_BYTES in MiB")
+    p.add_argument("--drain-period", type=float, help="DRAIN_PERIOD_S")
     a = p.parse_args()
     import numpy as np
     import torch
     from cupti import cupti
 
     from perfdiff.collect import pm_sampling as pm
-    from perfdiff.collect.settings import DEFAULT_METRICS
+    from perfdiff.collect.settings import DEFAULT_METRICS, DRAM_METRIC, TENSOR_METRIC
 
     if a.fill is not None:
         pm.DECODE_AT_FILL = a.fill
@@ -43,9 +50,17 @@ def main() -> None:
         pm.MAX_IMAGE_BYTES = int(a.max_image_mb * 1e6)
     if a.image_share is not None:
         pm.DECODE_AT_IMAGE_SHARE = a.image_share
+    if a.margin is not None:
+        pm.IMAGE_MARGIN = a.margin
+    if a.buffer_mb is not None:
+        pm.HARDWARE_BUFFER_BYTES = a.buffer_mb * 1024 * 1024
+    if a.drain_period is not None:
+        pm.DRAIN_PERIOD_S = a.drain_period
+    metrics = {"both": tuple(DEFAULT_METRICS), "tensor": (TENSOR_METRIC,),
+               "dram": (DRAM_METRIC,)}[a.metrics]
     x = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     torch.cuda.synchronize()
-    sampler = pm.PmSampler(tuple(DEFAULT_METRICS), 20_000, 0, lambda: int(cupti.get_timestamp()))
+    sampler = pm.PmSampler(metrics, a.interval_ns, 0, lambda: int(cupti.get_timestamp()))
     sampler.start()
     t0 = int(cupti.get_timestamp())
     end = time.perf_counter() + a.seconds
@@ -63,11 +78,18 @@ def main() -> None:
     except Exception as exc:
         series, stop_error = [], "".join(traceback.format_exception(exc))[-1500:]
     ends = np.asarray(series[0].timestamps_ns) if series else np.zeros(0, dtype=np.int64)
-    covered = ends[(ends >= t0) & (ends <= t1)].size * 20_000 / max(1, t1 - t0)
+    covered = ends[(ends >= t0) & (ends <= t1)].size * a.interval_ns / max(1, t1 - t0)
+    gaps = np.diff(ends[(ends >= t0) & (ends <= t1)]) if ends.size > 1 else np.zeros(0)
+    holes = gaps[gaps > 2 * a.interval_ns]
     print("PMPROBE " + json.dumps({
-        "seconds": a.seconds, "fill": pm.DECODE_AT_FILL,
+        "seconds": a.seconds, "interval_ns": a.interval_ns, "metrics": a.metrics,
+        "margin": pm.IMAGE_MARGIN, "buffer_bytes": pm.HARDWARE_BUFFER_BYTES,
+        "image_bytes_per_sample": sampler._image_sample_bytes,
+        "holes_ms": [round(float(h) / 1e6, 2) for h in holes[:20]],
+        "fill": pm.DECODE_AT_FILL,
         "image_share": pm.DECODE_AT_IMAGE_SHARE, "max_image_bytes": pm.MAX_IMAGE_BYTES,
         "decodes": [{"capacity": d[2], "samples": d[3], "host_ms": round(d[1] / 1e6, 1),
+                     "us_per_sample": round(d[1] / 1e3 / max(1, d[3]), 2),
                      "overflow": d[6], "reason": d[7], "drainer": d[8]}
                     for d in sampler.decode_log],
         "samples": int(ends.size), "coverage": round(covered, 4), "warnings": sampler.warnings,

@@ -107,3 +107,27 @@ def test_pm_not_reached_because_no_measured_cycle_is_said(collector: ChildCollec
     collector.stop_samplers()
     assert "start pm" not in events
     assert any(w.startswith("PM sampling did not run") for w in collector.warnings)
+
+
+def test_fixed_windows_say_their_samplers_did_not_run_and_why(
+        collector: ChildCollector) -> None:
+    """--cycle-ms windows are cut after the run, so no cycle mark starts the samplers: the
+    run file said the program never initialised CUDA, which was not why."""
+    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend="cupti")
+    windows = ChildCollector(config, FakeTrace())
+    windows.stop_samplers()
+    assert events == []
+    assert windows.warnings == [
+        "PM sampling and NVML did not run: they start at a cycle mark, and --cycle-ms windows "
+        "are cut after the run; mark cycles (--cycle-range, --cycle-function, perfdiff.cycle()) "
+        "to have them; kernels are traced"]
+
+
+def test_fixed_windows_of_a_program_that_marks_cycles_still_sample(
+        collector: ChildCollector) -> None:
+    """perfdiff.cycle() marks in a --cycle-ms program start the samplers (no boundary marks:
+    the windows are cut from launch records)."""
+    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend="cupti", warmup=0)
+    windows = ChildCollector(config, FakeTrace())
+    windows.recorder.begin_cycle("step", False)
+    assert events == ["start nvml", "start pm"]

@@ -138,3 +138,46 @@ def test_five_runs_give_run_level_statistics(tmp_path: Path) -> None:
     text = render_markdown(c)
     assert "run-level means" in text
     print(text[:3000])
+
+
+OPTIMIZER_PROGRAM = f"""
+import torch
+x = torch.randn(1024, 1024, device="cuda")
+w = torch.nn.Parameter(torch.randn(1024, 1024, device="cuda"))
+opt = torch.optim.SGD([w], lr=1e-6)
+(x @ x).sum().item()                        # cuBLAS set-up before the first step
+
+for i in range({STEPS}):
+    y = x @ w
+    for _ in range(i % 3 + 1):
+        y = y * 1.0001
+    y.sum().backward()
+    opt.step()                              # a found cycle starts after each step
+    opt.zero_grad()
+torch.cuda.synchronize()
+"""
+
+
+def test_optimizer_step_cycles_keep_their_kernels_after_api_records_stop(tmp_path: Path) -> None:
+    """Found cycles are cut by boundary marks and CUPTI's launch API records stop after the
+    first ones (found_marks.py): every kernel must still land in the cycle that launched it.
+    Cycle k runs iteration k + 1 (it starts after step k; the last one is still open), whose
+    ``(k + 1) % 3 + 1`` extra products each launch one kernel forward and one backward."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent(OPTIMIZER_PROGRAM))
+    proc, out = _collect(tmp_path, "--warmup", "1", "--untraced-every", "0", "--no-pm",
+                         "--", sys.executable, "prog.py")
+    assert proc.returncode == 0, proc.stderr
+    rf = load_run_file(out)
+    run = rf.runs[0]
+    from perfdiff.collect.found_marks import FoundMarks
+
+    assert rf.workload.params.get("launch_records") == FoundMarks.PARAM, rf.workload.params
+    assert run.cycles.index.size == STEPS - 1
+    counts = np.bincount(run.kernels.cycle[run.kernels.cycle >= 0],
+                         minlength=run.cycles.index.size)
+    extra = [int(c) - 2 * ((i + 1) % 3 + 1) for i, c in enumerate(counts)]
+    assert len(set(extra)) == 1 and extra[0] >= 1, extra
+    assert not any("launch API record" in w or "boundary marks" in w
+                   for w in rf.collection.warnings), rf.collection.warnings
+    print("optimizer cycles", run.cycles.index.size, "extra per cycle", extra[0],
+          "warnings", rf.collection.warnings)

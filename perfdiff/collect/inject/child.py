@@ -43,6 +43,7 @@ from typing import Any
 
 from perfdiff.collect.backends import MetricSampler, TraceBackend
 from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.found_marks import FoundMarks
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
 from perfdiff.collect.overhead import UntracedCycles
 from perfdiff.collect.recorder import Gpu, Recorder
@@ -53,6 +54,14 @@ from perfdiff.markers import set_active_recorder
 from perfdiff.schema.model import CycleTable, Environment, RunFile, Status, Workload
 
 _LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+# why the samplers never started: they start at a cycle mark once torch has initialised CUDA
+NO_TORCH_CUDA = ("they start once PyTorch has initialised CUDA in the program, and this program "
+                 "never did (CUDA used without torch, e.g. through Triton, CuPy or a C "
+                 "extension); import torch and touch CUDA (torch.cuda.init()) before the first "
+                 "cycle to have them; kernels are traced")
+WINDOWS_UNSAMPLED = ("they start at a cycle mark, and --cycle-ms windows are cut after the "
+                     "run; mark cycles (--cycle-range, --cycle-function, perfdiff.cycle()) to "
+                     "have them; kernels are traced")
 
 
 def should_record(environ: dict[str, str] | os._Environ[str], argv: list[str]) -> bool:
@@ -111,13 +120,16 @@ class ChildCollector:
         self.config = config
         self.trace = trace
         self.rank = _env_int("RANK")
-        # --cycle-ms windows are cut after the run: no untraced cycles, no boundary marks
-        self.core = Recorder(config, trace,
-                             untraced_every=0 if config.cycle_ms else config.untraced_every,
-                             untraced_off="fixed windows (--cycle-ms)" if config.cycle_ms else "",
-                             lockstep=(_env_int("WORLD_SIZE") or 1) > 1,
-                             find_gpu=program_gpu if config.backend == "cupti" else None,
-                             marks=not config.cycle_ms, on_sampler_start=self._finish_last)
+        # --cycle-ms windows are cut after the run: no untraced cycles, no boundary marks, and
+        # no cycle mark to start the samplers at unless the program marks its own
+        windows = bool(config.cycle_ms)
+        self.core = Recorder(
+            config, trace, untraced_every=0 if windows else config.untraced_every,
+            untraced_off="fixed windows (--cycle-ms)" if windows else "",
+            lockstep=(_env_int("WORLD_SIZE") or 1) > 1,
+            find_gpu=program_gpu if config.backend == "cupti" else None,
+            marks=not windows, on_sampler_start=self._finish_last,
+            no_gpu_why=WINDOWS_UNSAMPLED if windows else NO_TORCH_CUDA)
         self.log = self.core.log
         self.recorder = _Recorder(self.log, config.warmup)
         self.failure: str | None = None
@@ -125,6 +137,7 @@ class ChildCollector:
         self.nvtx: Any = None
         self.anchor: Any = None  # --cycle-function (anchor_function.AnchorFunction)
         self.found: Any = None  # no marking option: found_cycles.FoundCycles
+        self.found_marks: FoundMarks | None = None  # their boundary marks (found_marks.py)
         # untraced cycles of the log the run's cycles come from (marks, or a found log)
         self.applied_untraced = self.core.untraced
         self.found_untraced: dict[int, UntracedCycles] = {}  # id(found log) -> its own
@@ -170,7 +183,8 @@ class ChildCollector:
         elif not cfg.cycle_range and not cfg.cycle_ms:
             from perfdiff.collect.found_cycles import FoundCycles
 
-            self.found = FoundCycles(self.trace.clock_ns, self.core.start_samplers)
+            self.found = FoundCycles(self.trace.clock_ns, self._before_found_cycle)
+            self.found_marks = FoundMarks(self.found, self.trace, self.warnings)
             self._untrace_found_cycles(self.found)
             self.found.install()
 
@@ -191,6 +205,22 @@ class ChildCollector:
         optimizer.allowed = lambda: not profiler.paused
         self.found_untraced = {id(found.optimizer_log): optimizer,
                                id(found.profiler_log): profiler}
+
+    def _before_found_cycle(self) -> None:
+        """Before a found cycle's start: the samplers; the found logs' boundary marks once
+        the GPU is known; CUPTI's launch API records off once they are marked
+        (found_marks.py). Nothing may escape into the program (FoundCycles.new_cycle)."""
+        self.core.start_samplers()
+        marks = self.found_marks
+        if marks is None:
+            return
+        if not marks.tried and self.config.backend == "cupti":
+            gpu = program_gpu()
+            if gpu is not None:
+                from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+
+                marks.attach(lambda: TorchBoundaryMarker(gpu.torch, gpu.index))
+        marks.before_cycle(len(self.log.starts))
 
     def _excepthook(
         self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
@@ -250,10 +280,12 @@ class ChildCollector:
         raw = self.core.stop(_cuda_synchronize())
         cycles = self._cycles(raw)
         status = Status("incomplete", self.failure) if self.failure else Status("complete")
+        params = program_params(self.config, self.cycles_from)
+        if self.found_marks is not None and self.found_marks.switched:
+            params["launch_records"] = FoundMarks.PARAM
         return self.core.run_file(
             raw, cycles, environment=self._environment(torch if cuda_ready else None),
-            workload=Workload(name=program_name(self.config.command),
-                              params=program_params(self.config, self.cycles_from),
+            workload=Workload(name=program_name(self.config.command), params=params,
                               command=self.config.command),
             status=status, untraced=self.applied_untraced,
             identity=RunIdentity(index=self.config.run_index, rank=self.rank,
@@ -274,10 +306,13 @@ class ChildCollector:
         if self.anchor is not None:
             self.anchor.uninstall()
         table = self.core.cycle_table(raw)
+        # the found logs' marks leave ``raw`` whichever cycles the run gets
+        found_marks = self.found_marks.launches(raw) if self.found_marks is not None else {}
         if table.index.size == 0 and self.found is not None:
             from perfdiff.collect.found_cycles import choose_cycles
 
-            chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid())
+            chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid(),
+                                   found_marks)
             self.warnings.extend(chosen.warnings)
             self.cycles_from = chosen.cycles_from
             if chosen.log is not None and id(chosen.log) in self.found_untraced:

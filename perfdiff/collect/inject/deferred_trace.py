@@ -145,6 +145,13 @@ class DeferredTrace:
             if self._real is not None:
                 self._real.resume()
 
+    def stop_api_records(self) -> bool:
+        """The real backend's ``stop_api_records`` (found_marks.py); False before it started
+        or where it has none."""
+        with self._lock:
+            stop = getattr(self._real, "stop_api_records", None)
+            return bool(stop()) if stop is not None else False
+
     def stop(self) -> RawTrace:
         with self._lock:
             real, self._real = self._real, None
