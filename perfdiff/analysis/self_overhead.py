@@ -1,11 +1,14 @@
 """What the collector cost this run, from its own untraced cycles; and its holds per cycle.
 
-Why: the collector leaves one measured cycle in N untraced (``perfdiff.collect.overhead``),
-so each run file carries cycle times with and without tracing, from the same process. Each
-untraced cycle is set against the traced cycles next to it (``_pairs``); the overhead is the
-median of those ratios - 1, with a 95 % bootstrap interval (percentile, 2,000 resamples of
-the untraced cycles, fixed seed: the report is deterministic). It is a statement about this
-run, printed beside the comparison, never a finding.
+Why: the collector leaves some measured cycles untraced (``perfdiff.collect.overhead``; how
+many: ``untraced_schedule.py``), so each run file carries cycle times with and without
+tracing, from the same process. Each timed untraced cycle is set against the traced cycles
+next to it (``_pairs``); the overhead is the median of those ratios - 1, with a 95 %
+bootstrap interval (percentile, 2,000 resamples of the untraced cycles, fixed seed: the
+report is deterministic). Beside it, the share of cycles traced and the whole-run cost it
+adds up to (``untraced_schedule`` in the run file); without untraced cycles, one line saying
+that cycle time is traced time, and why. Statements about this run, printed beside the
+comparison, never findings.
 """
 
 from __future__ import annotations
