@@ -61,7 +61,9 @@ def test_hostile_values_are_usage_errors(command: str, option: str) -> None:
         for argv in ([command, "x", option, value], [command, "x", f"{option}={value}"]):
             with pytest.raises(UsageError, match=f"{option} .* is not a usable value"):
                 check_numeric_options(argv)
-    check_numeric_options([command, "x", option, "1"])  # a sane value passes
+    limit = OPTION_LIMITS[command][option]
+    sane = next(v for v in ("1", "2", "0.5") if limit.allows(float(v)))  # --cost-target is > 1
+    check_numeric_options([command, "x", option, sane])  # a sane value passes
 
 
 def test_nan_noise_floor_cannot_switch_the_gate_off(run_cli: Runner) -> None:
