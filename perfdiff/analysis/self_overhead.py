@@ -1,11 +1,14 @@
 """What the collector cost this run, from its own untraced cycles; and its holds per cycle.
 
-Why: the collector leaves one measured cycle in N untraced (``perfdiff.collect.overhead``),
-so each run file carries cycle times with and without tracing, from the same process. Each
-untraced cycle is set against the traced cycles next to it (``_pairs``); the overhead is the
-median of those ratios - 1, with a 95 % bootstrap interval (percentile, 2,000 resamples of
-the untraced cycles, fixed seed: the report is deterministic). It is a statement about this
-run, printed beside the comparison, never a finding.
+Why: the collector leaves some measured cycles untraced (``perfdiff.collect.overhead``; how
+many: ``untraced_schedule.py``), so each run file carries cycle times with and without
+tracing, from the same process. Each timed untraced cycle is set against the traced cycles
+next to it (``_pairs``); the overhead is the median of those ratios - 1, with a 95 %
+bootstrap interval (percentile, 2,000 resamples of the untraced cycles, fixed seed: the
+report is deterministic). Beside it, the share of cycles traced and the whole-run cost it
+adds up to (``untraced_schedule`` in the run file); without untraced cycles, one line saying
+that cycle time is traced time, and why. Statements about this run, printed beside the
+comparison, never findings.
 """
 
 from __future__ import annotations
@@ -136,22 +139,33 @@ def _interval_text(found: SelfOverhead) -> str:
     return f"95 % interval {found.low_pct:+.1f} to {found.high_pct:+.1f} %"
 
 
-def _schedule_note(run_file: RunFile, source: str) -> list[str]:
-    """How many cycles were traced and why (``untraced_schedule`` in the workload params,
-    written by ``collect/untraced_schedule.py``): the share, what a traced cycle cost against
-    an untraced one while the program ran, and the whole-run cost they add up to against the
-    target. Why: the overhead figure is per traced cycle; what the user's program paid over
-    the whole run is that figure times the share, and the share was chosen for it."""
-    schedule = run_file.workload.params.get("untraced_schedule")
-    if not isinstance(schedule, dict):
-        return []
-    keys = ("traced_share", "measured_cycles", "traced_cost_ratio", "traced_cost_ratio_low",
-            "traced_cost_ratio_high", "expected_cost")
-    numbers = [v for v in (schedule.get(key) for key in keys)
-               if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    if len(numbers) != len(keys):
-        return []  # no traced or no timed untraced cycle: nothing measured to say
-    share, measured, ratio, low, high, cost = (float(v) for v in numbers)
+_SCHEDULE_NUMBERS = ("traced_share", "measured_cycles", "traced_cost_ratio",
+                     "traced_cost_ratio_low", "traced_cost_ratio_high", "expected_cost")
+
+
+def _schedules(params: dict[str, object]) -> list[dict[str, object]]:
+    """Every run's schedule: one dict, or a list of them where runs were merged (``merge``
+    keeps each input's, nested where merged files were merged again)."""
+    out: list[dict[str, object]] = []
+    waiting: list[object] = [params.get("untraced_schedule")]
+    while waiting:
+        value = waiting.pop(0)
+        if isinstance(value, dict):
+            out.append(value)
+        elif isinstance(value, list):
+            waiting.extend(value)
+    return out
+
+
+def _numbers(schedule: dict[str, object]) -> tuple[float, ...] | None:
+    """(share, measured cycles, ratio, low, high, whole-run cost), or None before both kinds
+    of cycle were timed (nothing measured to say)."""
+    found = [v for v in (schedule.get(key) for key in _SCHEDULE_NUMBERS)
+             if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return tuple(float(v) for v in found) if len(found) == len(_SCHEDULE_NUMBERS) else None
+
+
+def _why_chosen(schedule: dict[str, object], cost: float) -> str:
     target = schedule.get("cost_target")
     chosen = str(schedule.get("chosen_by", ""))
     if isinstance(target, (int, float)) and chosen == "cost target":
@@ -160,18 +174,46 @@ def _schedule_note(run_file: RunFile, source: str) -> list[str]:
         if isinstance(floor, int) and floor > 0 and cost > target:
             why += (f"; out of reach: {floor} traced stretch(es) were kept anyway, so that the "
                     "kernel statistics have samples")
-    elif isinstance(target, (int, float)) and chosen.startswith("ranks in lock-step"):
-        why = (f"{chosen}: a fixed pattern, so that the ranks of the job switch at the same "
-               f"cycles, for a target of {target:.2f} x")
-    else:
-        why = f"fixed by {chosen}" if chosen else "fixed"
-    switch = schedule.get("switch_ms")
-    switch_text = (f", switching tracing off and on {switch:.2f} ms"
-                   if isinstance(switch, (int, float)) and switch > 0 else "")
-    return [f"{source}: {100 * share:.0f} % of {measured:.0f} measured cycles traced ({why}): a "
-            f"traced cycle took {ratio:.2f} x an untraced one (95 % interval {low:.2f} to "
-            f"{high:.2f}){switch_text}, so the whole run cost about {cost:.2f} x the program's "
-            "untraced time"]
+        return why
+    if isinstance(target, (int, float)) and chosen.startswith("ranks in lock-step"):
+        return (f"{chosen}: a fixed pattern, so that the ranks of the job switch at the same "
+                f"cycles, for a target of {target:.2f} x")
+    return f"fixed by {chosen}" if chosen else "fixed"
+
+
+def _schedule_note(run_file: RunFile, source: str) -> list[str]:
+    """How many cycles were traced and why (``untraced_schedule`` in the workload params,
+    written by ``collect/untraced_schedule.py``): the share, what a traced cycle cost against
+    an untraced one while the program ran, and the whole-run cost they add up to against the
+    target; for several runs (ranks, ``--runs``), their ranges. Why: the overhead figure is
+    per traced cycle; what the user's program paid over the whole run is that figure times
+    the share, and the share was chosen for it."""
+    measured = [(schedule, numbers) for schedule in _schedules(run_file.workload.params)
+                if (numbers := _numbers(schedule)) is not None]
+    if not measured:
+        return []
+    if len(measured) == 1:
+        schedule, (share, cycles, ratio, low, high, cost) = measured[0]
+        switch = schedule.get("switch_ms")
+        switch_text = (f", switching tracing off and on {switch:.2f} ms"
+                       if isinstance(switch, (int, float)) and switch > 0 else "")
+        return [f"{source}: {100 * share:.0f} % of {cycles:.0f} measured cycles traced "
+                f"({_why_chosen(schedule, cost)}): a traced cycle took {ratio:.2f} x an "
+                f"untraced one (95 % interval {low:.2f} to {high:.2f}){switch_text}, so the "
+                f"whole run cost about {cost:.2f} x the program's untraced time"]
+    shares = [100 * n[0] for _, n in measured]
+    ratios = [n[2] for _, n in measured]
+    costs = [n[5] for _, n in measured]
+    return [f"{source}: {len(measured)} runs, {_span(shares, '.0f')} % of their measured cycles "
+            f"traced ({_why_chosen(measured[0][0], max(costs))}): a traced cycle took "
+            f"{_span(ratios, '.2f')} x an untraced one, so each run cost about "
+            f"{_span(costs, '.2f')} x its untraced time"]
+
+
+def _span(values: list[float], spec: str) -> str:
+    """``low-high``, or one value where both print the same."""
+    low, high = format(min(values), spec), format(max(values), spec)
+    return low if low == high else f"{low}-{high}"
 
 
 def _traced_time_note(run_file: RunFile, source: str) -> list[str]:

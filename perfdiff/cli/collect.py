@@ -238,7 +238,7 @@ def collect(
     from perfdiff.collect.contend import Contender
     from perfdiff.collect.pm_sampling import DEFAULT_METRICS
     from perfdiff.collect.session import CollectSettings, run_collection
-    from perfdiff.collect.sources import open_sources
+    from perfdiff.collect.sources import open_sources, remove_spool_dir
     from perfdiff.collect.workloads import get_workload_class
     from perfdiff.collect.workloads.base import CyclePlan, WorkloadParamError
 
@@ -290,25 +290,28 @@ def collect(
         cost_target=cost_target,
     )
     opened = open_sources(settings)
-    for warning in opened.sources.warnings:
-        typer.echo(f"perfdiff: warning: {warning}", err=True)
-    argv = "perfdiff collect " + " ".join(shlex.quote(a) for a in sys.argv[2:])
-    extra_params: dict[str, object] = {"contend": contend, "collect_command": argv}
-    if contend > 0:
-        extra_params |= {"contend_mode": contend_mode, "contend_period_ms": contend_period_ms}
-    with (Contender(contend, device, mode=mode,
-                    period_ms=contend_period_ms) as neighbour,
-          _Progress(plan.measured + plan.warmup, quiet) as progress):
-        if neighbour.mode != "process" and contend > 0 and not neighbour.excluded_streams:
-            text = ("the --contend neighbour's CUDA stream has no CUPTI id; its kernels stay "
-                    "in the run file")
-            opened.sources.warnings.append(text)  # recorded in the run file, not only printed
-            typer.echo(f"perfdiff: warning: {text}", err=True)
-        outcome = run_collection(
-            cls(params), plan, opened.sources, opened.environment,
-            replace(settings, exclude_streams=neighbour.excluded_streams),
-            device=opened.device, extra_params=extra_params, progress=progress,
-        )
+    try:
+        for warning in opened.sources.warnings:
+            typer.echo(f"perfdiff: warning: {warning}", err=True)
+        argv = "perfdiff collect " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        extra_params: dict[str, object] = {"contend": contend, "collect_command": argv}
+        if contend > 0:
+            extra_params |= {"contend_mode": contend_mode, "contend_period_ms": contend_period_ms}
+        with (Contender(contend, device, mode=mode,
+                        period_ms=contend_period_ms) as neighbour,
+              _Progress(plan.measured + plan.warmup, quiet) as progress):
+            if neighbour.mode != "process" and contend > 0 and not neighbour.excluded_streams:
+                text = ("the --contend neighbour's CUDA stream has no CUPTI id; its kernels stay "
+                        "in the run file")
+                opened.sources.warnings.append(text)  # recorded in the run file, not only printed
+                typer.echo(f"perfdiff: warning: {text}", err=True)
+            outcome = run_collection(
+                cls(params), plan, opened.sources, opened.environment,
+                replace(settings, exclude_streams=neighbour.excluded_streams),
+                device=opened.device, extra_params=extra_params, progress=progress,
+            )
+    finally:
+        remove_spool_dir(opened.sources.spool_dir)
     path, unsaved = save_recording(outcome.run_file, output, shards=shards)
     if unsaved is not None:
         typer.echo(f"perfdiff: error: {unsaved}", err=True)

@@ -20,7 +20,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from perfdiff import __version__
-from perfdiff.collect.merge_checks import check_one_experiment, forced_differences
+from perfdiff.collect.merge_checks import (
+    MEASURED_PARAMS,
+    check_one_experiment,
+    forced_differences,
+)
 from perfdiff.errors import InputError
 from perfdiff.schema.model import (
     Collection,
@@ -68,12 +72,32 @@ def merge_run_files(
         status=_status(files, names),
         environment=_environment(files, runs),
         collection=_collection(files, [] if not force else forced_differences(files, names)),
-        workload=first.workload,
+        workload=dataclasses.replace(first.workload, params=merged_params(files)),
         strings=tuple(strings),
         runs=tuple(runs),
         created_unix_s=round(time.time(), 3),
         ops=tuple(ops),
     )
+
+
+def merged_params(files: Sequence[RunFile]) -> dict[str, object]:
+    """The first input's workload parameters, with what the collector measured of itself in
+    each run (``MEASURED_PARAMS``) kept for every run, not the first's alone: decoding times
+    summed (they are per run file, and the report divides them by all its cycles), what the
+    untraced cycles paused united, and the schedules listed per input where they differ (the
+    report summarises them)."""
+    params = dict(files[0].workload.params)
+    for key in sorted(MEASURED_PARAMS):
+        values = [f.workload.params[key] for f in files if key in f.workload.params]
+        if len(values) < 2:
+            continue
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            params[key] = round(sum(float(v) for v in values), 3)
+        elif all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in values):
+            params[key] = sorted({x for v in values for x in v})
+        elif any(v != values[0] for v in values):
+            params[key] = values
+    return params
 
 
 def _distinct_devices(files: Sequence[RunFile]) -> list[RunFile]:

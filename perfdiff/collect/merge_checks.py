@@ -24,6 +24,12 @@ from perfdiff.schema.model import RunFile
 # ranks of one job; an nsys export's process ids differ between runs of one program).
 PROVENANCE_PARAMS = frozenset({"collect_command", "cycles", "warmup", "runs", "exit_codes",
                                "seed", "source_files", "ranks", "processes"})
+# What the collector measured of itself in each run (its share of traced cycles and their cost,
+# what its untraced cycles paused, its decoding time): numbers of that run, not parameters of
+# the experiment, so replicates differ in them; the merged file keeps every run's
+# (``merge.merged_params``).
+MEASURED_PARAMS = frozenset({"untraced_schedule", "untraced_pause", "intake_between_cycles_ms",
+                             "intake_after_run_ms", "intake_spool_write_ms"})
 FORCE = "merge only recordings of one experiment, or pass --force"
 
 
@@ -61,7 +67,8 @@ def _gpus(run_file: RunFile) -> tuple[str, ...]:
 
 
 def _params(run_file: RunFile) -> dict[str, object]:
-    return {k: v for k, v in run_file.workload.params.items() if k not in PROVENANCE_PARAMS}
+    return {k: v for k, v in run_file.workload.params.items()
+            if k not in PROVENANCE_PARAMS and k not in MEASURED_PARAMS}
 
 
 def check_one_experiment(files: Sequence[RunFile], names: Sequence[str]) -> None:
@@ -103,4 +110,4 @@ def forced_differences(files: Sequence[RunFile], names: Sequence[str]) -> list[s
     return out
 
 
-__all__ = ["check_distinct_inputs", "check_one_experiment", "forced_differences"]
+__all__ = ["MEASURED_PARAMS", "check_distinct_inputs", "check_one_experiment", "forced_differences"]

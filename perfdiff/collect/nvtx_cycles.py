@@ -47,25 +47,37 @@ class NvtxCycles:
         return stack
 
     def push(self, message: object) -> None:
-        is_cycle = _message_text(message) == self.name
+        # a str compared directly: this runs before the cycle's start is stamped, inside the
+        # program's step (bench/nvtx_boundary)
+        is_cycle = (message == self.name if type(message) is str
+                    else _message_text(message) == self.name)
         self._stack().append(is_cycle)
         if is_cycle:
             self.ranges_seen += 1
-            self._guarded(self.recorder.begin_cycle, self.label, False)
+            try:
+                self.recorder.begin_cycle(self.label, False)
+            except Exception as exc:
+                self._warn(exc)
 
     def pop(self) -> None:
         stack = self._stack()
         if stack and stack.pop():
-            self._guarded(self.recorder.end_cycle)
+            try:
+                self.recorder.end_cycle()
+            except Exception as exc:
+                self._warn(exc)
 
     def _guarded(self, action: Callable[..., None], *args: Any) -> None:
         """Record a boundary; a failure here is reported once, never raised into the program."""
         try:
             action(*args)
         except Exception as exc:
-            if not getattr(self, "_warned", False):
-                self._warned = True
-                print(f"perfdiff: warning: cycle boundary not recorded ({exc})", file=sys.stderr)
+            self._warn(exc)
+
+    def _warn(self, exc: Exception) -> None:
+        if not getattr(self, "_warned", False):
+            self._warned = True
+            print(f"perfdiff: warning: cycle boundary not recorded ({exc})", file=sys.stderr)
 
     def start(self, message: object) -> bool:
         """A non-nested range started; returns whether it opened a cycle."""

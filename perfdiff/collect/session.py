@@ -10,7 +10,6 @@ reason. This module only *builds* the :class:`RunFile`; the CLI writes it atomic
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from perfdiff.collect.backends import Sources
 from perfdiff.collect.recorder import Recorder
 from perfdiff.collect.sampler_life import one_line
 from perfdiff.collect.settings import CollectSettings
+from perfdiff.collect.sources import remove_spool_dir
 from perfdiff.collect.workloads.base import CyclePlan, Workload
 from perfdiff.markers import RecorderMarker, set_active_recorder
 from perfdiff.schema.model import Environment, RunFile, Status
@@ -109,8 +109,7 @@ def run_collection(
     finally:
         set_active_recorder(previous)
         raw = recorder.stop(sources.synchronize, trace_started=tracing)
-        if sources.spool_dir is not None:  # the spool itself was decoded and removed at stop
-            shutil.rmtree(sources.spool_dir, ignore_errors=True)
+        remove_spool_dir(sources.spool_dir)  # the spool itself was decoded and removed at stop
         try:
             workload.teardown()
         except Exception as exc:  # teardown trouble must not hide the run

@@ -54,7 +54,7 @@ COLLECT_LIMITS: dict[str, Limit] = {
     "--cycle-ms": Limit(0.0, 1e7, "ms", low_open=True),
     "--runs": Limit(1, 10**4, whole=True),
     "--untraced-every": Limit(0, 10**9, whole=True),
-    "--cost-target": Limit(1.0, 100.0, low_open=True),
+    "--cost-target": Limit(1.0, 100.0),  # 1: trace only what the floors keep
 }
 
 

@@ -13,6 +13,7 @@ with the same function here, so the two cannot drift apart again (issue 28).
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from dataclasses import dataclass
 from typing import Any
@@ -78,18 +79,22 @@ def open_sources(settings: CollectSettings) -> OpenedSources:
         torch, device_index, warnings,
         instead="recording launch API calls instead (costs more overhead)")
     spool_dir = tempfile.mkdtemp(prefix="perfdiff-spool-")
-    trace = open_trace(settings, launch_records=settings.trace_api or marker is None,
-                       spool_dir=spool_dir)
-    samplers: list[MetricSampler] = []
-    pm = open_pm_sampler(settings, device_index, trace.clock_ns, warnings)
-    if pm is not None:
-        samplers.append(pm)
-    nvml = nvml_library(settings.nvml, warnings)
-    environment = gather_environment(torch, device_index, nvml)
-    poller = open_nvml(settings, nvml, torch, device_index, trace.clock_ns,
-                       warnings) if nvml is not None else None
-    if poller is not None:
-        samplers.append(poller)
+    try:
+        trace = open_trace(settings, launch_records=settings.trace_api or marker is None,
+                           spool_dir=spool_dir)
+        samplers: list[MetricSampler] = []
+        pm = open_pm_sampler(settings, device_index, trace.clock_ns, warnings)
+        if pm is not None:
+            samplers.append(pm)
+        nvml = nvml_library(settings.nvml, warnings)
+        environment = gather_environment(torch, device_index, nvml)
+        poller = open_nvml(settings, nvml, torch, device_index, trace.clock_ns,
+                           warnings) if nvml is not None else None
+        if poller is not None:
+            samplers.append(poller)
+    except BaseException:  # nothing was recorded yet: leave no empty folder behind
+        remove_spool_dir(spool_dir)
+        raise
     sources = Sources(trace=trace, samplers=samplers, warnings=warnings,
                       synchronize=torch.cuda.synchronize, boundary_marker=marker,
                       spool_dir=spool_dir)
@@ -149,3 +154,11 @@ def open_nvml(settings: RecordSettings, nvml: Any, torch: Any, device_index: int
 
 __all__ = ["OpenedSources", "check_prerequisites", "nvml_library", "open_marker", "open_nvml",
            "open_sources", "open_trace"]
+
+
+def remove_spool_dir(spool_dir: str | None) -> None:
+    """Remove a built-in run's temporary spool folder; safe to call twice (the session removes
+    it after stop, the CLI again if the run never reached the session, e.g. a ``--contend``
+    neighbour that failed to start)."""
+    if spool_dir is not None:
+        shutil.rmtree(spool_dir, ignore_errors=True)

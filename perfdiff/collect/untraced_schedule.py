@@ -208,6 +208,8 @@ class CostSchedule:
     observed: Observed = field(default_factory=Observed)
     floor_bound: int = 0  # traced stretches the longest-run floor started against the budget
     _planned: int = LONGEST_STRETCH  # length of the traced stretch under way
+    _cap: int = LONGEST_STRETCH  # the longest stretch, as last estimated
+    _wait: int = 0  # untraced cycles to run before the budget is looked at again
 
     def untraced(self, position: int, run: int, stretch: int) -> bool:
         if run == 0:  # the first cycle, or inside a traced stretch
@@ -216,19 +218,28 @@ class CostSchedule:
             return stretch >= self._planned
         if run < shortest_run(self._planned) or not self.observed.ready():
             return True
-        cap, allowed = self.stretch_allowed()
+        # Why a countdown: the budget takes medians and a loop over stretch lengths (~10 us on
+        # a slow host), and this runs between cycles, in the program's step: looked at again
+        # only when the untraced cycles it said were needed have run (or the floor is near)
+        if self._wait > 0 and run < RUN_FACTOR * self._cap:
+            self._wait -= 1
+            return True
+        cap, allowed, wait = self.stretch_allowed()
+        self._cap = cap
         if allowed >= cap:
-            self._planned = cap
+            self._planned, self._wait = cap, 0
             return False
         if run >= RUN_FACTOR * cap:  # the floor: traced cycles keep coming, whatever the cost
             self.floor_bound += allowed == 0
-            self._planned = max(1, allowed)
+            self._planned, self._wait = max(1, allowed), 0
             return False
+        self._wait = max(wait - 1, 0)  # this cycle is one of them
         return True
 
-    def stretch_allowed(self) -> tuple[int, int]:
-        """The longest stretch for this program (:func:`longest_stretch`), and the longest
-        (0 to it) after which, with the untraced run that must follow, the budget is >= 0."""
+    def stretch_allowed(self) -> tuple[int, int, int]:
+        """The longest stretch for this program (:func:`longest_stretch`); the longest (0 to
+        it) after which, with the untraced run that must follow, the budget is >= 0; and how
+        many more untraced cycles would allow the longest (a large number where none earn)."""
         seen = self.observed
         untraced_ns = max(float(statistics.median(seen.timed)), 1.0)
         traced_ns = float(statistics.median(seen.traced))
@@ -238,12 +249,17 @@ class CostSchedule:
         cap = longest_stretch(traced_ns / untraced_ns, pair_ns / untraced_ns)
         budget = (earn_ns * seen.measured - extra_ns * seen.traced_count
                   - pair_ns * seen.switch_count)
+
+        def after(stretch: int) -> float:
+            return (budget + stretch * (earn_ns - extra_ns) - pair_ns
+                    + shortest_run(stretch) * earn_ns)
+
+        short = -after(cap)
+        wait = 0 if short <= 0 else (math.ceil(short / earn_ns) if earn_ns > 0 else 10**9)
         for stretch in range(cap, 0, -1):
-            after = (budget + stretch * (earn_ns - extra_ns) - pair_ns
-                     + shortest_run(stretch) * earn_ns)
-            if after >= 0:
-                return cap, stretch
-        return cap, 0
+            if after(stretch) >= 0:
+                return cap, stretch, wait
+        return cap, 0, wait
 
     def observe(self, duration_ns: int, *, untraced: bool, timed: bool) -> None:
         self.observed.add(duration_ns, untraced=untraced, timed=timed)

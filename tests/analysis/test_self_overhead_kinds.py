@@ -167,3 +167,18 @@ def test_every_real_recording_states_its_cost_or_that_cycle_time_is_traced_time(
                              "the host, which this run does not measure")
     else:
         assert says in note and "cycle time is traced time" in note
+
+
+def test_runs_merged_keep_each_runs_schedule_and_the_report_gives_their_range(
+        tmp_path: Path) -> None:
+    """``--runs 2`` (and the ranks of a job) merge shards whose schedules differ in what was
+    measured: not a difference of experiment (no "merged with --force" warning), and not the
+    first run's figures alone: each run's are kept, the report gives their range."""
+    rf = _collect(tmp_path, PROGRAMS["perfdiff.cycle()"][0], "--runs", "2")
+    assert not [w for w in rf.collection.warnings if "merged with --force" in w]
+    schedules = rf.workload.params["untraced_schedule"]
+    assert isinstance(schedules, list) and len(schedules) == 2
+    assert all(s["chosen_by"] == "cost target" for s in schedules)
+    notes = self_overhead_notes(rf, "run.json.gz")
+    assert any(n.startswith("run.json.gz: 2 runs, ") and "of their measured cycles traced" in n
+               for n in notes), notes

@@ -168,3 +168,18 @@ def test_a_built_in_workload_spools_and_decodes_at_stop(
     expected = sorted([k[0], k[3], k[4]] for b in doc["buffers"] for k in b["kernels"])
     assert kernels == expected and len(expected) > 100
     assert not [w for w in run_file.collection.warnings if "spool" in w]
+
+
+def test_a_source_that_fails_to_open_leaves_no_spool_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temporary folder is made before tracing opens; if tracing cannot start (no CUPTI,
+    a driver mismatch) the user gets the error and no empty ``perfdiff-spool-*`` folder."""
+    monkeypatch.setattr(sources, "check_prerequisites", _stand_in_torch)
+    monkeypatch.setattr(sources.tempfile, "tempdir", str(tmp_path))
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("CUPTI refused")
+    monkeypatch.setattr(sources, "open_trace", refuse)
+    with pytest.raises(RuntimeError, match="CUPTI refused"):
+        sources.open_sources(CollectSettings(pm_sampling=False, nvml=False, untraced_every=0))
+    assert list(tmp_path.iterdir()) == []

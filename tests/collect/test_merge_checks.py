@@ -95,3 +95,26 @@ def test_replicates_of_one_experiment_merge(run_cli: Runner, base: str, tmp_path
     code, out, err = run_cli("merge", base, second, "-o", str(tmp_path / "m.json.gz"))
     assert code == 0, err
     assert "2 run(s)" in out
+
+
+def test_what_the_collector_measured_of_itself_is_no_difference_of_experiment() -> None:
+    """Issue 28: two replicates differ in their untraced-cycle schedule's measurements and
+    their decoding times; merged without --force, each run's are kept (times summed, the
+    schedules listed)."""
+    from perfdiff.collect.merge import merge_run_files
+    from perfdiff.collect.merge_checks import check_one_experiment
+
+    def recorded(ratio: float, decode_ms: float) -> RunFile:
+        rf = make_run_file()
+        params = {**rf.workload.params, "intake_after_run_ms": decode_ms,
+                  "untraced_pause": ["cupti_activity"],
+                  "untraced_schedule": {"chosen_by": "cost target", "traced_cost_ratio": ratio}}
+        return dataclasses.replace(rf, workload=dataclasses.replace(rf.workload, params=params))
+
+    first, second = recorded(1.4, 10.0), recorded(1.5, 12.5)
+    check_one_experiment([first, second], ["a", "b"])  # no refusal
+    merged = merge_run_files([first, second], ["a", "b"])
+    assert merged.workload.params["intake_after_run_ms"] == 22.5
+    assert merged.workload.params["untraced_pause"] == ["cupti_activity"]
+    assert [s["traced_cost_ratio"] for s in merged.workload.params["untraced_schedule"]] == [
+        1.4, 1.5]

@@ -5,6 +5,7 @@ in an untraced cycle, ``r u`` in a traced one, and ``w / 2`` at each switch of t
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -228,3 +229,21 @@ def test_untraced_cycles_hold_their_invariants_whatever_the_program_does(
     assert table.traced is not None
     assert table.traced.tolist() == [0 if i in positions else 1 for i in kept]
     assert all(table.warmup[table.traced == 0])
+
+
+def test_the_budget_is_looked_at_a_few_times_per_untraced_run_not_every_cycle(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget's medians and loop cost ~10 us on a slow host, between cycles, inside the
+    program's step: once the untraced cycles it asked for are known, it waits for them."""
+    looked = [0]
+    original = CostSchedule.stretch_allowed
+
+    def counted(self: CostSchedule) -> tuple[int, int, int]:
+        looked[0] += 1
+        return original(self)
+
+    monkeypatch.setattr(CostSchedule, "stretch_allowed", counted)
+    program = _Program(1.4, 25_000_000, 0, 0.0, 4)
+    program.run(400)
+    runs = [length for traced, length in _runs(program.modes) if not traced]
+    assert sum(runs) > 250 and looked[0] <= 3 * len(runs)
