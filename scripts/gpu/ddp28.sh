@@ -87,14 +87,8 @@ step_compare() {  # bf16 -> fp32 per round and bf16 vs bf16, against the bare ch
   run "$PY" bench/record_truth/pm_coverage.py "$W"/rounds/*.json.gz --json "$W/pm_coverage.json"
 }
 
-step_pmsweep() {  # issue 28 item 3 on this machine's GPU 0 (issue28.sh's probe)
-  local v
-  for v in "20000 both" "20000 tensor" "40000 both" "40000 both 0.05 3" "20000 both 0.05 3"; do
-    set -- $v
-    run timeout 60 "$PY" scripts/gpu/pm_long_probe.py --seconds "${PM_SECONDS:-6}" \
-      --interval-ns "$1" --metrics "$2" ${3:+--image-share $3} ${4:+--margin $4} \
-      | tee -a "$W/pmsweep.log" >/dev/null
-  done
+step_pmsweep() {  # issue 28 item 3 on this machine's GPU 0: issue28.sh's sweep, same $OUT/w
+  OUT="$OUT" PYTHON="$PY" bash scripts/gpu/issue28.sh pmsweep
 }
 
 step_packsmall() {  # logs and summaries in one tar; run files are not brought back

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ import pytest
 from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
+from tests.collect.test_found_untraced import STAND_IN
 
 PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 REPO = Path(__file__).resolve().parents[2]
@@ -33,22 +33,9 @@ STEP = """
 HEAD = "import time\nfrom perfdiff.collect.inject.fake_backend import launch\n"
 N = 60
 
-STAND_INS = {
+STAND_INS = {  # the same stand-in torch as the found-cycle tests, plus nvtx and a module
+    **STAND_IN,
     "nvtx.py": "def push_range(message=None, **kw): pass\ndef pop_range(domain=None): pass\n",
-    "torch/__init__.py": "from torch import cuda, optim, profiler\n",
-    "torch/cuda.py": "def is_initialized():\n    return False\n",
-    "torch/optim/__init__.py": "from torch.optim.optimizer import Optimizer\n",
-    "torch/optim/optimizer.py": textwrap.dedent("""
-        _hooks = []
-        def register_optimizer_step_post_hook(hook):
-            _hooks.append(hook)
-        class Optimizer:
-            def step(self):
-                for hook in list(_hooks):
-                    hook(self, (), {})
-    """),
-    "torch/profiler/__init__.py": "from torch.profiler.profiler import profile\n",
-    "torch/profiler/profiler.py": "class profile:\n    def step(self):\n        pass\n",
     "steps.py": f"import time\nfrom perfdiff.collect.inject.fake_backend import launch\n"
                 f"def train_step():{STEP}",
 }
