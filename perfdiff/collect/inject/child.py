@@ -189,7 +189,9 @@ class ChildCollector:
             self.found.install()
 
     def _untrace_found_cycles(self, found: Any) -> None:
-        """Leave one optimizer step (or ``prof.step()``) cycle in N untraced, as marked cycles.
+        """Leave some optimizer step (or ``prof.step()``) cycles untraced, as marked cycles: the
+        share the cost target allows (``untraced_schedule.py``), or the last two of every
+        ``--untraced-every`` N.
 
         Why: cycles found while the program runs are where most unmodified programs get their
         time, and without untraced cycles their cycle time was traced time only (timm ViT-S
