@@ -134,21 +134,28 @@ class Chosen:
     log: CycleLog | None = None  # the log the table was cut from (None: detected after the run)
 
 
+def chosen_log(found: FoundCycles) -> CycleLog | None:
+    """The found log a run's cycles come from: optimizer steps, else profiler steps (each
+    needs ``MIN_FOUND_CYCLES`` completed cycles), else None (the detected period). One rule
+    for ``choose_cycles`` and for the marks that must know beforehand (found_marks.py)."""
+    for log in (found.optimizer_log, found.profiler_log):
+        if log.table().index.size >= MIN_FOUND_CYCLES:
+            return log
+    return None
+
+
 def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int,
                   mark_gpu_ns: Mapping[int, list[int] | None] | None = None) -> Chosen:
     """Optimizer steps, else profiler steps, else the detected period, else no cycles.
 
     ``mark_gpu_ns``: id(log) -> the GPU start times of that log's boundary marks
     (found_marks.py), for the table's mark columns."""
-    marks = mark_gpu_ns or {}
-    optimizer = found.optimizer_log.table(marks.get(id(found.optimizer_log)))
-    if optimizer.index.size >= MIN_FOUND_CYCLES:
-        return Chosen(flag_warmup(optimizer, warmup), found.describe_optimizer(),
-                      log=found.optimizer_log)
-    profiler = found.profiler_log.table(marks.get(id(found.profiler_log)))
-    if profiler.index.size >= MIN_FOUND_CYCLES:
-        return Chosen(flag_warmup(profiler, warmup), "torch.profiler prof.step()",
-                      log=found.profiler_log)
+    log = chosen_log(found)
+    if log is not None:
+        table = log.table((mark_gpu_ns or {}).get(id(log)))
+        how = (found.describe_optimizer() if log is found.optimizer_log
+               else "torch.profiler prof.step()")
+        return Chosen(flag_warmup(table, warmup), how, log=log)
     period, table = period_cycles(raw)
     if period.found:
         how = ("; pin cycles with --cycle-function MODULE:QUALNAME (the function called once "
@@ -200,4 +207,5 @@ def period_cycles(raw: RawTrace) -> tuple[Period, CycleTable]:
 
 
 __all__ = ["MIN_FOUND_CYCLES", "OPTIMIZER_LABEL", "PERIOD_LABEL", "PROFILER_LABEL", "Chosen",
-           "FoundCycles", "choose_cycles", "flag_warmup", "launch_sequence", "period_cycles"]
+           "FoundCycles", "choose_cycles", "chosen_log", "flag_warmup", "launch_sequence",
+           "period_cycles"]

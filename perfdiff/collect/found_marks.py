@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.found_cycles import MIN_FOUND_CYCLES, FoundCycles
+from perfdiff.collect.found_cycles import MIN_FOUND_CYCLES, FoundCycles, chosen_log
 from perfdiff.collect.program_marks import launches_from_marks
 from perfdiff.collect.records import RawTrace
 
@@ -81,17 +81,10 @@ class FoundMarks:
             self.warnings.append(f"launch API records could not be switched off "
                                  f"({type(exc).__name__}: {exc}); they stay on")
 
-    def chosen(self) -> CycleLog | None:
-        """The log ``choose_cycles`` will take (the same rule): optimizer, then profiler."""
-        for log in self.logs():
-            if log.table().index.size >= MIN_FOUND_CYCLES:
-                return log
-        return None
-
     def launches(self, raw: RawTrace) -> dict[int, list[int] | None]:
         """Take every found log's marks out of ``raw`` (id(log) -> their GPU start times, or
         None); after the switch the chosen log's marks replace the launch records."""
-        chosen = self.chosen()
+        chosen = chosen_log(self.found)
         out: dict[int, list[int] | None] = {}
         for log in self.logs():
             ids = self.streams.get(id(log))
