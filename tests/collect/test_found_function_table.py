@@ -1,0 +1,142 @@
+"""The found function's parts without a collector: the dispatch-wrapper table against the real
+names (trimmed copies of torch's files under fixtures/dispatch-wrappers/, this interpreter's
+``contextlib``), and :class:`StackWindow` on real stacks sampled from a real thread."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import threading
+import time
+from pathlib import Path
+from types import CodeType
+
+import pytest
+
+from perfdiff.collect.found_function import (
+    DISPATCH_WRAPPERS,
+    MIN_CALLS,
+    Found,
+    StackWindow,
+    is_wrapper,
+    main_stack,
+)
+
+COPIES = Path(__file__).resolve().parents[2] / "fixtures" / "dispatch-wrappers"
+
+
+def _copy_of(suffix: str) -> Path | None:
+    path = COPIES / (suffix + ".txt")
+    return path if path.is_file() else None
+
+
+def _codes(code: CodeType) -> list[CodeType]:
+    """``code`` and every code object nested in it (methods, closures)."""
+    out = [code]
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            out.extend(_codes(const))
+    return out
+
+
+@pytest.mark.parametrize("wrapper", DISPATCH_WRAPPERS, ids=lambda w: f"{w.path_suffix}:{w.name}")
+def test_each_wrapper_is_a_real_function_of_its_real_file(wrapper: object) -> None:
+    """Each entry names a function defined in the file its suffix names: torch's from the
+    trimmed copies (compiled under the installed path they would have), the stdlib's from
+    this interpreter; and exactly those code objects are wrappers."""
+    suffix, name = wrapper.path_suffix, wrapper.name  # type: ignore[attr-defined]
+    copy = _copy_of(suffix)
+    if copy is not None:
+        source = copy.read_text()
+        filename = f"/usr/lib/python3/site-packages/{suffix}"
+    else:
+        assert suffix == "contextlib.py", f"no copy of {suffix} under {COPIES}"
+        filename = str(contextlib.__file__)
+        source = Path(filename).read_text()
+    defined = {node.name for node in ast.walk(ast.parse(source))
+               if isinstance(node, ast.FunctionDef)}
+    assert name in defined
+    named = [c for c in _codes(compile(source, filename, "exec")) if c.co_name == name]
+    assert named and all(is_wrapper(c) for c in named)
+
+
+def test_contextdecorator_inner_of_this_interpreter_is_skipped() -> None:
+    @contextlib.contextmanager
+    def quiet():  # type: ignore[no-untyped-def]
+        yield
+
+    @quiet()
+    def user_step() -> None:
+        pass
+
+    assert is_wrapper(user_step.__wrapped__.__code__) is False  # type: ignore[attr-defined]
+    assert is_wrapper(user_step.__code__)  # ContextDecorator's ``inner``
+
+
+def test_a_models_own_forward_is_not_a_wrapper() -> None:
+    source = "class GPT2LMHeadModel:\n    def forward(self, x):\n        return x\n"
+    code = compile(source, "/site-packages/transformers/models/gpt2/modeling_gpt2.py", "exec")
+    assert not any(is_wrapper(c) for c in _codes(code))
+    # the same name in another file is not torch's
+    other = compile("def _call_impl():\n    pass\n", "/work/my_module.py", "exec")
+    assert not any(is_wrapper(c) for c in _codes(other))
+
+
+# ------------------------------------------------------------------ StackWindow on real stacks
+
+
+def _sample_thread(target: object, samples: int, interval_s: float) -> StackWindow:
+    """Run ``target`` in a thread and sample that thread's stack into one window."""
+    window = StackWindow()
+    started = threading.Event()
+    thread = threading.Thread(target=lambda: (started.set(), target()))  # type: ignore[operator]
+    thread.start()
+    started.wait()
+    while len(window) < samples and thread.is_alive():
+        stack = main_stack(thread.ident or 0)
+        if stack:
+            window.add(stack)
+        time.sleep(interval_s)
+    thread.join()
+    window.release()
+    return window
+
+
+def step(i: int) -> None:
+    time.sleep(0.004)
+
+
+def script_loop() -> None:
+    for i in range(150):
+        step(i)
+
+
+def test_a_loop_of_calls_finds_the_called_function() -> None:
+    found = _sample_thread(script_loop, 60, 0.003).result()
+    assert isinstance(found, Found), found
+    assert found.code is step.__code__
+    assert found.spec == f"{__name__}:step"
+    assert found.calls >= MIN_CALLS and found.share > 0.8
+
+
+def busy_alone() -> None:
+    end = time.monotonic() + 0.4
+    while time.monotonic() < end:
+        time.sleep(0.002)
+
+
+def test_a_loop_with_no_call_finds_nothing() -> None:
+    why = _sample_thread(busy_alone, 60, 0.003).result()
+    assert isinstance(why, str) and "busy_alone" in why, why
+
+
+def once() -> None:
+    time.sleep(0.3)
+
+
+def test_a_single_long_call_is_not_a_repeating_one() -> None:
+    def program() -> None:
+        once()
+
+    why = _sample_thread(program, 40, 0.003).result()
+    assert isinstance(why, str), why
