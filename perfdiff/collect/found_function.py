@@ -20,9 +20,9 @@ at most :data:`WINDOW_SAMPLES` samples or :data:`WINDOW_S` seconds, at most
   table: ``nn.Module.__call__``'s ``_wrapped_call_impl``/``_call_impl``, ``torch.no_grad()``'s
   ``decorate_context``) are skipped, so the candidate of a sample is the first frame of the
   program's own function (``GPT2LMHeadModel.forward``, not ``Module.__call__``);
-- the function is the candidate code found in most samples, if it is in at least
-  :data:`MIN_SHARE` of them and :data:`MIN_CALLS` different calls of it (frames that change)
-  were seen.
+- the function is, of the candidate codes called :data:`MIN_CALLS` times or more (different
+  frames) in the window, the one found in most samples, if that is at least
+  :data:`MIN_SHARE` of them.
 
 The first window that finds one ends the sampling; its code object is watched
 (:meth:`AnchorFunction.attach_code`: ``sys.monitoring`` on that code on 3.12, the attribute
@@ -187,20 +187,28 @@ class StackWindow:
         if depth == 0:
             return "no frame stayed on the main thread's stack through a window"
         at = [self.candidate(i, depth) for i in range(len(self.codes))]
-        counts = Counter(self.codes[i][d] for i, d in enumerate(at) if d is not None)
-        if not counts:
+        inside: Counter[CodeType] = Counter()
+        calls: Counter[CodeType] = Counter()
+        for i, d in enumerate(at):
+            if d is None:
+                continue
+            code = self.codes[i][d]
+            inside[code] += 1
+            if i == 0 or self.same[i] <= d:  # a frame at or above it changed: a new call
+                calls[code] += 1
+        if not inside:
             return (f"the program stayed in {self.codes[0][depth - 1].co_qualname} "
                     "without calling a function again and again")
-        code, inside = counts.most_common(1)[0]
-        calls = sum(1 for i, d in enumerate(at) if d is not None and self.codes[i][d] is code
-                    and (i == 0 or self.same[i] <= d))
-        share = inside / len(self.codes)
-        if calls < MIN_CALLS or share < MIN_SHARE:
+        repeating = [c for c in inside if calls[c] >= MIN_CALLS]
+        code = max(repeating, key=lambda c: inside[c]) if repeating else \
+            inside.most_common(1)[0][0]
+        share = inside[code] / len(self.codes)
+        if calls[code] < MIN_CALLS or share < MIN_SHARE:
             return (f"the most frequent call under {self.codes[0][depth - 1].co_qualname}, "
-                    f"{code.co_qualname}, was seen {calls} time(s) in {100 * share:.0f} % of "
-                    f"the samples (a repeating call needs {MIN_CALLS} calls in "
-                    f"{100 * MIN_SHARE:.0f} %)")
-        return Found(code, self.module_of.get(id(code), ""), calls, round(share, 3))
+                    f"{code.co_qualname}, was seen {calls[code]} time(s) in "
+                    f"{100 * share:.0f} % of the samples (a repeating call needs {MIN_CALLS} "
+                    f"calls in {100 * MIN_SHARE:.0f} %)")
+        return Found(code, self.module_of.get(id(code), ""), calls[code], round(share, 3))
 
 
 def main_stack(main_ident: int) -> tuple[FrameType, ...]:

@@ -12,10 +12,13 @@ from pathlib import Path
 from types import CodeType
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perfdiff.collect.found_function import (
     DISPATCH_WRAPPERS,
     MIN_CALLS,
+    MIN_SHARE,
     Found,
     StackWindow,
     is_wrapper,
@@ -140,3 +143,56 @@ def test_a_single_long_call_is_not_a_repeating_one() -> None:
 
     why = _sample_thread(program, 40, 0.003).result()
     assert isinstance(why, str), why
+
+
+# ------------------------------------------------------------------ StackWindow, property
+
+
+class _Frame:
+    """A stand-in frame: what StackWindow reads (``f_code``, ``f_globals``), compared by
+    identity like a real one."""
+
+    def __init__(self, code: CodeType) -> None:
+        self.f_code = code
+        self.f_globals = {"__name__": "prog"}
+
+
+def _function(name: str) -> CodeType:
+    return compile(f"def {name}():\n    pass\n", "/work/prog.py", "exec").co_consts[0]
+
+
+CHILD_CODES = [_function(n) for n in ("step", "log", "load")]
+ROOT = _Frame(_function("main"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([None, 0, 1, 2]), st.integers(1, 6)),
+                min_size=1, max_size=40))
+def test_window_counts_calls_and_share_as_laid_out(runs: list[tuple[int | None, int]]) -> None:
+    """A window made of runs of samples, each run one call of a child function (a new frame
+    object) or the loop frame alone: the result is, of the children called MIN_CALLS times
+    or more, the most frequent one's code with one call per run of it, or a reason when none
+    is in MIN_SHARE of the samples."""
+    window = StackWindow()
+    for child, length in runs:
+        stack = (ROOT,) if child is None else (ROOT, _Frame(CHILD_CODES[child]))
+        for _ in range(length):
+            window.add(stack)  # type: ignore[arg-type]
+    window.release()
+    total = sum(length for _, length in runs)
+    inside = {c: sum(n for k, n in runs if k == c) for c in range(3)}
+    calls = {c: sum(1 for k, _ in runs if k == c) for c in range(3)}
+    outcome = window.result()
+    if total < MIN_CALLS or not any(inside.values()):
+        assert isinstance(outcome, str)
+        return
+    repeating = [c for c in range(3) if calls[c] >= MIN_CALLS and inside[c]]
+    best = max((inside[c] for c in repeating), default=0)
+    if isinstance(outcome, Found):
+        chosen = CHILD_CODES.index(outcome.code)
+        assert chosen in repeating and inside[chosen] == best
+        assert outcome.calls == calls[chosen]
+        assert outcome.share == round(best / total, 3) and best / total >= MIN_SHARE
+        assert outcome.spec == f"prog:{CHILD_CODES[chosen].co_name}"
+    else:
+        assert best / total < MIN_SHARE, outcome  # includes: no repeating call at all
