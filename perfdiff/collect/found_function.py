@@ -96,6 +96,9 @@ DISPATCH_WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("torch/utils/_contextlib.py", "generator_context",
             "the same decorators on a generator function"),
     Wrapper("contextlib.py", "inner", "contextlib.ContextDecorator used as a decorator"),
+    Wrapper("accelerate/hooks.py", "new_forward",
+            "accelerate's hook around the forward of every module of a model dispatched with "
+            "device_map or offloading (transformers' from_pretrained(device_map=...))"),
 )
 
 
