@@ -46,6 +46,7 @@ wrapper call (3.11) per call of that function only.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import threading
 import time
@@ -70,6 +71,7 @@ MAX_WINDOWS = 8  # then give up: learning ends at most ~16 s after the first GPU
 MIN_CALLS = 3  # different calls of the function seen in one window: a repeating call
 MIN_SHARE = 0.5  # of a window's samples inside the function: the iteration's main call
 READY_POLL_S = 0.05  # how often the thread asks whether the program has used the GPU
+_SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _STOPPED = "stopped"  # a window cut short: the program ended, or an optimizer stepped
 
 
@@ -171,7 +173,8 @@ class StackWindow:
 
     def candidate(self, index: int, depth: int) -> int | None:
         """Depth of sample ``index``'s first frame under the loop frame that is not a
-        dispatch wrapper, or None (the sample was in the loop frame itself, or a wrapper)."""
+        dispatch wrapper, or None (the sample was in the loop frame itself, or a wrapper, or
+        that frame is a generator's or coroutine's)."""
         codes = self.codes[index]
         for at in range(depth, len(codes)):
             key = id(codes[at])
@@ -179,7 +182,9 @@ class StackWindow:
             if wrapper is None:
                 wrapper = self._wrapper[key] = is_wrapper(codes[at])
             if not wrapper:
-                return at
+                # a generator's frame comes and goes at each item: its calls are not
+                # iterations (and a watched generator would open a cycle per resume or none)
+                return None if codes[at].co_flags & _SUSPENDABLE else at
         return None
 
     def result(self) -> Found | str:

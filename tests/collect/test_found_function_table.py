@@ -8,6 +8,7 @@ import ast
 import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType
 
@@ -196,3 +197,21 @@ def test_window_counts_calls_and_share_as_laid_out(runs: list[tuple[int | None, 
         assert outcome.spec == f"prog:{CHILD_CODES[chosen].co_name}"
     else:
         assert best / total < MIN_SHARE, outcome  # includes: no repeating call at all
+
+
+def numbers() -> Iterator[int]:
+    for i in range(200):
+        time.sleep(0.003)
+        yield i
+
+
+def consume() -> None:
+    for _ in numbers():
+        pass
+
+
+def test_a_generator_resumed_again_and_again_is_not_a_repeating_call() -> None:
+    """Each item of a generator puts its frame back on the stack, which looks like a call
+    of it each time; watching it would cut nothing like an iteration."""
+    why = _sample_thread(consume, 60, 0.003).result()
+    assert isinstance(why, str), why
