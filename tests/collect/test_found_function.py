@@ -246,3 +246,24 @@ def test_a_function_called_through_an_alias_is_watched_on_its_code(tmp_path: Pat
         run(i)
     """, "--untraced-every", "4")
     assert_found(rf, "__main__:step")
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="the attribute wrapper is Python 3.11's")
+def test_a_function_called_through_an_alias_falls_back_and_says_why(tmp_path: Path) -> None:
+    """3.11: the wrapper replaces the module's attribute, which a name bound earlier never
+    sees: the function is found but its calls are not, so the run keeps the detected period
+    and its warning says so, with how to pin the cycles instead."""
+    rf = collect(tmp_path, """
+    def step(i):
+        launch("ln", 0.01); launch("gemm", 0.02)
+        time.sleep(0.01)
+    run = step
+    launch("setup", 0.1)
+    for i in range(300):
+        run(i)
+    """)
+    assert rf.workload.params["cycles_from"].startswith("detected period")
+    (warning,) = [w for w in rf.collection.warnings if "detected period" in w]
+    assert "__main__:step was found but called 0 time(s) after that" in warning
+    assert "a reference taken earlier is not watched on Python 3.11" in warning
+    assert rf.runs[0].kernels.name_id.size == 1 + 2 * 300
