@@ -59,8 +59,8 @@ from perfdiff.collect.anchor_function import AnchorFunction, CycleFunctionError,
 from perfdiff.collect.found_cycles import FUNCTION_LABEL, MIN_FOUND_CYCLES, FoundCycles
 
 # A sample every 5 ms: a generate step (~10-20 ms), a training step (~20 ms) or a script
-# iteration is seen several times per call, at a cost of < 0.3 % of the main thread while
-# sampling (~14 us per sample on a 100-frame stack).
+# iteration is seen several times per call, at a cost of about 0.6-1.6 % of the main thread
+# while sampling (31-81 us per sample on a 100-frame stack: module docstring).
 SAMPLE_INTERVAL_S = 0.005
 # A window ends after 200 samples or 2 s, whichever first: long enough to see MIN_CALLS
 # calls of a 250 ms ``generate``, short enough that a window starting in the program's
