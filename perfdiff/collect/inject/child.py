@@ -195,11 +195,14 @@ class ChildCollector:
             self.found_function.start()
 
     def _program_used_gpu(self) -> bool:
-        """Whether the program has initialised CUDA through torch, or launched a kernel the
-        trace saw (found_function.py starts learning then). Asked from the learning thread:
-        nothing here may initialise CUDA or depend on the calling thread's device."""
+        """Whether the program has initialised CUDA through torch, started CUPTI another way
+        (a CUDA library imported: deferred_trace.py), or launched a kernel the trace saw
+        (found_function.py starts learning then). Asked from the learning thread: nothing
+        here may initialise CUDA or depend on the calling thread's device."""
         torch = sys.modules.get("torch")
         if torch is not None and self._cuda_initialized(torch):
+            return True
+        if getattr(self.trace, "started_by", None) is not None:
             return True
         seen = getattr(self.trace, "records_so_far", None)
         return bool(seen is not None and seen() > 0)
