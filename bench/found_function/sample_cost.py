@@ -1,4 +1,5 @@
-"""What one stack sample of the found-function learner costs (perfdiff/collect/found_function.py).
+"""What one stack sample of the found-function learner costs
+(perfdiff/collect/cycles/found_function.py).
 
 Why: the learning thread reads the main thread's stack every 5 ms while the program runs, and
 each read holds the interpreter lock, so its cost lands inside whatever the program was doing
@@ -24,7 +25,7 @@ import sys
 import threading
 import time
 
-from perfdiff.collect.found_function import SAMPLE_INTERVAL_S, StackWindow, main_stack
+from perfdiff.collect.cycles.found_function import SAMPLE_INTERVAL_S, StackWindow, main_stack
 
 SAMPLES = 2_000
 ROUNDS = 6

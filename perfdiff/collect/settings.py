@@ -24,7 +24,7 @@ from perfdiff.ranges import Limit
 TENSOR_METRIC = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
 DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
-# 5 us overflowed the PM sampler's hardware buffer on the H200 (perfdiff.collect.pm_sampling).
+# 5 us overflowed the PM sampler's hardware buffer on the H200 (perfdiff.collect.cupti.pm_sampling).
 # 20 us: the host decodes a sample (17-24 us, H200) about as fast as the GPU makes one, so a
 # user program with more than ~3 s of sampling can lose stretches (the coverage warning says
 # so); 40 us kept up (100 %) but diluted 10-40 us kernels' values (gpt-infer elementwise tensor

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfdiff.collect.found_function import (
+from perfdiff.collect.cycles.found_function import (
     DISPATCH_WRAPPERS,
     MIN_CALLS,
     MIN_SHARE,

@@ -55,8 +55,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import CodeType, FrameType
 
-from perfdiff.collect.anchor_function import AnchorFunction, CycleFunctionError, parse_spec
-from perfdiff.collect.found_cycles import FUNCTION_LABEL, MIN_FOUND_CYCLES, FoundCycles
+from perfdiff.collect.cycles.anchor_function import AnchorFunction, CycleFunctionError, parse_spec
+from perfdiff.collect.cycles.found_cycles import FUNCTION_LABEL, MIN_FOUND_CYCLES, FoundCycles
 
 # A sample every 5 ms: a generate step (~10-20 ms), a training step (~20 ms) or a script
 # iteration is seen several times per call, at a cost of about 0.6-1.6 % of the main thread
