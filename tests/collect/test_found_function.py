@@ -76,12 +76,12 @@ from perfdiff.collect.inject.fake_backend import launch
 """
 
 
-def collect(folder: Path, body: str, *options: str) -> RunFile:
+def collect(folder: Path, body: str, *options: str, out_name: str = "run.json.gz") -> RunFile:
     for name, text in STAND_IN.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
     (folder / "prog.py").write_text(HEADER + textwrap.dedent(body))
-    out = folder / "run.json.gz"
+    out = folder / out_name
     env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake",
            "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
     env.pop("PERFDIFF_INJECT_CONFIG", None)
@@ -110,7 +110,7 @@ def assert_found(rf: RunFile, spec: str) -> None:
     assert params["cycles_from"] == f"function {spec} (found by sampling the Python stack)"
     assert params["found_function"] == spec
     run = rf.runs[0]
-    assert set(run.cycles.label) == {"found function"}
+    assert set(run.cycles.label) == {f"function {spec}"}  # as --cycle-function's
     assert run.cycles.traced is not None
     untraced = set(np.flatnonzero(run.cycles.traced == 0).tolist())
     held = iterations(rf)
@@ -267,3 +267,42 @@ def test_a_function_called_through_an_alias_falls_back_and_says_why(tmp_path: Pa
     assert "__main__:step was found but called 0 time(s) after that" in warning
     assert "a reference taken earlier is not watched on Python 3.11" in warning
     assert rf.runs[0].kernels.name_id.size == 1 + 2 * 300
+
+
+STEP_MODULE = """
+import time
+from perfdiff.collect.inject.fake_backend import launch
+
+def step(i):
+    launch(f"i{i}_gemm", 0.05)
+    time.sleep(0.01)
+
+def block(i):
+    for j in range(3):
+        step(i)
+"""
+
+
+def test_a_found_function_compares_with_the_same_function_pinned_not_another(
+        tmp_path: Path) -> None:
+    """The label is the function's (as --cycle-function's): a run that found stepmod:step and
+    one pinned to it hold the same cycles and are compared; a run that found another function
+    (each call of ``block`` is three steps) is "cut differently", never compared as alike."""
+    (tmp_path / "stepmod.py").write_text(STEP_MODULE)
+    loop = "import stepmod\nlaunch('setup', 0.1)\nfor i in range({n}):\n    stepmod.{f}(i)\n"
+    found = collect(tmp_path, loop.format(n=300, f="step"), out_name="found.json.gz")
+    assert found.workload.params["found_function"] == "stepmod:step"
+    pinned = collect(tmp_path, loop.format(n=300, f="step"), "--cycle-function", "stepmod:step",
+                     out_name="pinned.json.gz")
+    assert set(pinned.runs[0].cycles.label) == set(found.runs[0].cycles.label)
+    other = collect(tmp_path, loop.format(n=100, f="block"), out_name="other.json.gz")
+    assert other.workload.params["found_function"] == "stepmod:block"
+
+    def compare(a: str, b: str) -> str:
+        proc = subprocess.run([*PERFDIFF, "compare", a, b], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=180, check=False)
+        assert proc.returncode in (0, 1), proc.stderr
+        return proc.stdout
+
+    assert "cut differently" not in compare("found.json.gz", "pinned.json.gz")
+    assert "Cycles were cut differently" in compare("found.json.gz", "other.json.gz")

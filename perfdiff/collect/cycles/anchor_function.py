@@ -70,11 +70,11 @@ def cycle_label(spec: str) -> str:
 class AnchorFunction:
     """Opens a cycle at each outermost call of one function and ends it at its return."""
 
-    def __init__(self, recorder: CycleRecorder, spec: str, *, label: str | None = None) -> None:
+    def __init__(self, recorder: CycleRecorder, spec: str) -> None:
         self.recorder = recorder
         self.spec = spec.strip()
         self.module_name, self.qualname = parse_spec(spec)
-        self.label = label or cycle_label(spec)
+        self.label = cycle_label(spec)
         self.depth = 0
         self.calls = 0  # outermost calls seen
         self.resolved: str | None = None  # "file:line" of the watched code, once resolved

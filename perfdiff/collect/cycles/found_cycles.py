@@ -21,9 +21,11 @@ its iterations are, in what it calls. In order of preference:
 
 Each way records into its own :class:`CycleLog` (on the trace's clock, with the samplers'
 start hook before each stamp, like explicit marks); :func:`choose_cycles` picks one at exit.
-Labels name the way (``optimizer step``, ``profiler step``, ``found function``,
-``detected period``), never a
-count that differs between runs, so two runs cut the same way stay comparable.
+Labels name the way (``optimizer step``, ``profiler step``, ``detected period``; a found
+function's calls are labelled as ``--cycle-function``'s, ``function MODULE:QUALNAME``), never a
+count that differs between runs, so two runs cut the same way stay comparable (and two runs
+that found different functions, or one found and one pinned to the same function, are told
+apart or matched by the label, as the cycles they hold are).
 """
 
 from __future__ import annotations
@@ -46,7 +48,6 @@ from perfdiff.schema.periods import Period, cycle_bounds_ns, detect_period
 
 OPTIMIZER_LABEL = "optimizer step"
 PROFILER_LABEL = "profiler step"
-FUNCTION_LABEL = "found function"
 PERIOD_LABEL = "detected period"
 MIN_FOUND_CYCLES = 2  # fewer steps than this is not a loop (a single fine-tuning step)
 
@@ -238,7 +239,7 @@ def period_cycles(raw: RawTrace) -> tuple[Period, CycleTable]:
     return period, table
 
 
-__all__ = ["FUNCTION_LABEL", "MIN_FOUND_CYCLES", "OPTIMIZER_LABEL", "PERIOD_LABEL",
+__all__ = ["MIN_FOUND_CYCLES", "OPTIMIZER_LABEL", "PERIOD_LABEL",
            "PROFILER_LABEL", "Chosen", "FoundCycles", "choose_cycles", "chosen_log",
            "flag_warmup", "function_cycles_from", "function_warning", "launch_sequence",
            "period_cycles"]

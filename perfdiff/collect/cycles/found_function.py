@@ -27,7 +27,10 @@ at most :data:`WINDOW_SAMPLES` samples or :data:`WINDOW_S` seconds, at most
 The first window that finds one ends the sampling; its code object is watched
 (:meth:`AnchorFunction.attach_code`: ``sys.monitoring`` on that code on 3.12, the attribute
 wrapper at ``MODULE:QUALNAME`` on 3.11, which must resolve to that very code). Each outermost
-call is then one cycle of ``FoundCycles.function_log`` labelled ``found function``. Where no
+call is then one cycle of ``FoundCycles.function_log``, labelled as ``--cycle-function``'s
+(``function MODULE:QUALNAME``: a cycle is the same call however the function was named, and
+two runs that found different functions are not compared as if their cycles were alike; the
+run file's ``cycles_from`` and warning say it was found). Where no
 window finds one, or the code cannot be watched, the run keeps the detected period after the
 run (the report then says that cycle time is traced time), with the reason in its warning.
 
@@ -56,7 +59,7 @@ from dataclasses import dataclass
 from types import CodeType, FrameType
 
 from perfdiff.collect.cycles.anchor_function import AnchorFunction, CycleFunctionError, parse_spec
-from perfdiff.collect.cycles.found_cycles import FUNCTION_LABEL, MIN_FOUND_CYCLES, FoundCycles
+from perfdiff.collect.cycles.found_cycles import MIN_FOUND_CYCLES, FoundCycles
 
 # A sample every 5 ms: a generate step (~10-20 ms), a training step (~20 ms) or a script
 # iteration is seen several times per call, at a cost of about 0.6-1.6 % of the main thread
@@ -329,7 +332,7 @@ class FoundFunction:
             self._fail(f"the repeating call {found.code.co_qualname} (in {found.module}) "
                        "cannot be named MODULE:QUALNAME (a nested function or a lambda)")
             return
-        anchor = AnchorFunction(self, found.spec, label=FUNCTION_LABEL)
+        anchor = AnchorFunction(self, found.spec)
         if not anchor.attach_code(found.code):
             self._fail(f"the repeating call {found.spec} could not be watched "
                        f"({anchor.problem})")
@@ -348,7 +351,7 @@ class FoundFunction:
         (their cycles are the run's: found_cycles.chosen_log) or the program marks its own."""
         if self.found.stepped or self.marked():
             return
-        self.found.new_cycle(self.found.function_log, FUNCTION_LABEL)
+        self.found.new_cycle(self.found.function_log, label)
 
     def end_cycle(self, *, completed: bool = True) -> None:
         self.found.function_log.end_cycle(completed=completed)
