@@ -283,6 +283,8 @@ class FoundFunction:
         """The thread: wait for the GPU, then sample windows until one finds the call."""
         try:
             while not self.ready():
+                if self.found.stepped or self.marked():
+                    return  # their cycles are the run's: the thread ends now
                 if self._stop.wait(READY_POLL_S):
                     if not (self.found.stepped or self.marked()):
                         self._fail("the program ended before it used the GPU")
