@@ -25,6 +25,7 @@ import pytest
 from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
 PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 
@@ -72,7 +73,7 @@ STAND_IN = {
 HEADER = """\
 import time
 import torch
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 """
 
 
@@ -82,11 +83,11 @@ def collect(folder: Path, body: str, *options: str, out_name: str = "run.json.gz
         (folder / name).write_text(text)
     (folder / "prog.py").write_text(HEADER + textwrap.dedent(body))
     out = folder / out_name
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake",
-           "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    env = fake_env({**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(folder), os.environ.get("PYTHONPATH", "")])})
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "2", *options, "--",
-                           sys.executable, "prog.py"], cwd=folder, env=env,
+    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "2", *options,
+                           "--", sys.executable, "prog.py"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr
     return load_run_file(out)
@@ -271,7 +272,7 @@ def test_a_function_called_through_an_alias_falls_back_and_says_why(tmp_path: Pa
 
 STEP_MODULE = """
 import time
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 
 def step(i):
     launch(f"i{i}_gemm", 0.05)

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import os
-import platform
 import signal
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -127,7 +126,7 @@ class ChildCollector:
             config, trace, untraced_every=0 if windows else config.untraced_every,
             untraced_off="fixed windows (--cycle-ms)" if windows else "",
             lockstep=(_env_int("WORLD_SIZE") or 1) > 1,
-            find_gpu=program_gpu if config.backend == "cupti" else None,
+            find_gpu=program_gpu if config.traces_cupti else None,
             marks=not windows, on_sampler_start=self._finish_last,
             no_gpu_why=WINDOWS_UNSAMPLED if windows else NO_TORCH_CUDA)
         self.log = self.core.log
@@ -242,7 +241,7 @@ class ChildCollector:
         marks = self.found_marks
         if marks is None:
             return
-        if not marks.tried and self.config.backend == "cupti":
+        if not marks.tried and self.config.traces_cupti:
             gpu = program_gpu()
             if gpu is not None:
                 from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
@@ -367,13 +366,11 @@ class ChildCollector:
         return table
 
     def _environment(self, torch: Any) -> Environment:
-        if self.config.backend == "fake":
-            from perfdiff.collect.inject.fake_backend import fake_device
-
-            return Environment(host=socket.gethostname(), driver_version=None,
-                               cuda_version=None, cupti_version=None, torch_version=None,
-                               python_version=platform.python_version(),
-                               devices=(fake_device(0),))
+        describe = getattr(self.trace, "environment", None)
+        if not self.config.traces_cupti and describe is not None:
+            # a backend that is no GPU (CPU tests) describes the device it stands for
+            environment: Environment = describe()
+            return environment
         from perfdiff.collect.environment import gather_environment
         from perfdiff.collect.sources import nvml_library
 
@@ -438,13 +435,15 @@ def program_params(config: InjectConfig, found: str | None = None) -> dict[str, 
 
 
 def open_trace(config: InjectConfig) -> TraceBackend:
-    """The tracing backend the config names."""
-    if config.backend == "fake":
-        from perfdiff.collect.inject.fake_backend import FakeTrace
+    """The tracing backend the config names (``MODULE:FUNCTION``, called with the config)."""
+    module, _, attribute = config.backend.partition(":")
+    factory = getattr(importlib.import_module(module), attribute)
+    trace: TraceBackend = factory(config)
+    return trace
 
-        return FakeTrace()
-    if config.backend != "cupti":
-        raise ValueError(f"unknown backend {config.backend!r}")
+
+def open_cupti_trace(config: InjectConfig) -> TraceBackend:
+    """CUPTI activity tracing, started when the program initialises CUDA (the default)."""
     from perfdiff.collect.inject.deferred_trace import DeferredTrace
     from perfdiff.collect.sources import open_trace as open_cupti
 
@@ -481,4 +480,5 @@ def activate() -> ChildCollector | None:
     return collector
 
 
-__all__ = ["ChildCollector", "activate", "open_trace", "program_name", "should_record"]
+__all__ = ["ChildCollector", "activate", "open_cupti_trace", "open_trace", "program_name",
+           "should_record"]
