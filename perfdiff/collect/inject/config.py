@@ -11,7 +11,12 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from perfdiff.collect.settings import DEFAULT_WARMUP, RecordSettings, check_program
+from perfdiff.collect.settings import (
+    DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS,
+    DEFAULT_WARMUP,
+    RecordSettings,
+    check_program,
+)
 
 CONFIG_ENV = "PERFDIFF_INJECT_CONFIG"
 OWNER_ENV = "PERFDIFF_INJECT_OWNER"  # set by the process that records, so its children do not
@@ -26,6 +31,8 @@ class InjectConfig(RecordSettings):
     are cut and where its shard goes."""
 
     shard_dir: str
+    # a user program's own default (settings.DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS says why)
+    sample_interval_ns: int = field(default=DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS, kw_only=True)
     run_index: int = 0
     cycle_range: str | None = None  # NVTX range name that marks one cycle
     cycle_ms: float | None = None  # fixed windows instead of marked cycles
