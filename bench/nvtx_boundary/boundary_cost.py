@@ -29,10 +29,10 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from perfdiff.collect.cycles.nvtx_cycles import NvtxCycles
 from perfdiff.collect.inject.child import ChildCollector
 from perfdiff.collect.inject.config import InjectConfig
 from perfdiff.collect.inject.fake_backend import FakeTrace
-from perfdiff.collect.nvtx_cycles import NvtxCycles
 
 
 def stand_in_nvtx() -> types.ModuleType:

@@ -167,7 +167,7 @@ def main() -> None:
     from cupti import cupti
     from transformers import AutoModelForCausalLM, GPT2Config
 
-    from perfdiff.collect import pm_sampling as pm
+    from perfdiff.collect.cupti import pm_sampling as pm
     from perfdiff.collect.settings import DEFAULT_METRICS, TENSOR_METRIC
 
     torch.manual_seed(0)

@@ -239,7 +239,7 @@ def collect(
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
     from perfdiff.cli.saving import save_recording
     from perfdiff.collect.contend import Contender
-    from perfdiff.collect.pm_sampling import DEFAULT_METRICS
+    from perfdiff.collect.cupti.pm_sampling import DEFAULT_METRICS
     from perfdiff.collect.session import CollectSettings, run_collection
     from perfdiff.collect.sources import open_sources, remove_spool_dir
     from perfdiff.collect.workloads import get_workload_class

@@ -74,7 +74,7 @@ def collect_program(
     if len(given) > 1:
         raise WorkloadParamError(f"give one way to cut cycles, not {' and '.join(given)}")
     if cycle_function:
-        from perfdiff.collect.anchor_function import parse_spec
+        from perfdiff.collect.cycles.anchor_function import parse_spec
 
         try:
             parse_spec(cycle_function)

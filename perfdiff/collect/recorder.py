@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfdiff.collect.backends import BoundaryMarker, MetricSampler, TraceBackend
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.overhead import UntracedCycles
-from perfdiff.collect.program_marks import launches_from_marks
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.overhead import UntracedCycles
+from perfdiff.collect.cycles.program_marks import launches_from_marks
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.run_file_builder import Recording, RunIdentity, build_run_file
 from perfdiff.collect.sampler_life import (

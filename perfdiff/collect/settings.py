@@ -27,7 +27,7 @@ DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
 # PM sampling interval, one default per launcher. Built-in workloads: 20 us. Their cycles are a
 # few seconds of sampling in all, decoded after the run, and 40 us diluted their 10-40 us
 # kernels' values (gpt-infer elementwise tensor median 6.3 % > 5 %, tests/gpu/test_collect_gpu.py).
-# 5 us overflowed the PM hardware buffer on the H200 (perfdiff.collect.pm_sampling).
+# 5 us overflowed the PM hardware buffer on the H200 (perfdiff.collect.cupti.pm_sampling).
 DEFAULT_SAMPLE_INTERVAL_NS = 20_000
 # User programs: 40 us. Why: a program runs as long as it likes, and the hardware buffer
 # (~3 s at 20 us) can only be emptied by CUPTI's DecodeData while the program runs, which

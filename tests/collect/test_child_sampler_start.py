@@ -47,18 +47,18 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
         events.append("marks")
 
     monkeypatch.setattr(recorder_module, "open_marker", no_marker)
-    pm_module = types.ModuleType("perfdiff.collect.pm_sampling")
+    pm_module = types.ModuleType("perfdiff.collect.cupti.pm_sampling")
     pm_module.PmSampler = lambda *a, **k: FakeSampler("pm")  # type: ignore[attr-defined]
     pm_module.PmSamplingUnavailable = RuntimeError  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "perfdiff.collect.pm_sampling", pm_module)
-    nvml_process = types.ModuleType("perfdiff.collect.nvml_process")
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.cupti.pm_sampling", pm_module)
+    nvml_process = types.ModuleType("perfdiff.collect.nvml.nvml_process")
     nvml_process.NvmlDefaultSampler = (  # type: ignore[attr-defined]
         lambda *a, **k: FakeSampler("nvml"))
-    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml_process", nvml_process)
-    nvml = types.ModuleType("perfdiff.collect.nvml")
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml.nvml_process", nvml_process)
+    nvml = types.ModuleType("perfdiff.collect.nvml.sampler")
     nvml.load_nvml = lambda: types.SimpleNamespace()  # type: ignore[attr-defined]
     nvml.NvmlUnavailable = RuntimeError  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml", nvml)
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml.sampler", nvml)
     env = types.ModuleType("perfdiff.collect.environment")
     env.torch_device_info = lambda torch, device, nvml: types.SimpleNamespace(  # type: ignore[attr-defined]
         uuid="GPU-x")

@@ -1,4 +1,4 @@
-"""Untraced cycles (collect/overhead.py), holds per cycle, and the self-measured overhead."""
+"""Untraced cycles (collect/cycles/overhead.py), holds per cycle, and the self-measured overhead."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from perfdiff.analysis.self_overhead import self_overhead, self_overhead_notes
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.overhead import UntracedCycles, with_hold
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.overhead import UntracedCycles, with_hold
 from perfdiff.schema.io import load_run_file
 
 PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]

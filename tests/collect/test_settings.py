@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from perfdiff.collect.cupti.pm_sampling import DEFAULT_INTERVAL_NS
 from perfdiff.collect.inject.config import InjectConfig
-from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS
 from perfdiff.collect.session import CollectSettings
 from perfdiff.collect.settings import (
     DEFAULT_CYCLES,

@@ -1,4 +1,4 @@
-"""CUPTI buffers spooled to a file at hand-over and decoded at stop (collect/spool.py).
+"""CUPTI buffers spooled to a file at hand-over and decoded at stop (collect/cupti/spool.py).
 
 Over the real H100 buffers of ``fixtures/cupti_buffers`` (tests/collect/test_raw_buffers.py):
 the spooled path gives the same records as decoding each buffer at once, CUPTI's hand-over
@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 
 from perfdiff.collect import user_program
 from perfdiff.collect.columns import concat
-from perfdiff.collect.decode import decode_buffer, layout_for
-from perfdiff.collect.inject.config import InjectConfig
-from perfdiff.collect.raw_intake import RawIntake
-from perfdiff.collect.spool import (
+from perfdiff.collect.cupti.decode import decode_buffer, layout_for
+from perfdiff.collect.cupti.raw_intake import RawIntake
+from perfdiff.collect.cupti.spool import (
     MAGIC,
     SPOOL_SUFFIX,
     SpoolError,
@@ -33,6 +32,7 @@ from perfdiff.collect.spool import (
     read_frames,
     spool_summary,
 )
+from perfdiff.collect.inject.config import InjectConfig
 from tests.collect.test_raw_buffers import _as_tuples, saved  # noqa: F401 (fixture)
 
 Saved = tuple[list[np.ndarray[Any, Any]], dict[str, Any]]

@@ -8,8 +8,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perfdiff.collect.cupti.stream_overlap import TOLERANCE_NS, drop_overlapping, overlapping
 from perfdiff.collect.records import Tables
-from perfdiff.collect.stream_overlap import TOLERANCE_NS, drop_overlapping, overlapping
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import CycleTable, KernelTable, TransferTable
 

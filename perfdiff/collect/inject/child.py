@@ -42,10 +42,10 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from perfdiff.collect.backends import MetricSampler, TraceBackend
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.found_marks import FoundMarks
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.found_marks import FoundMarks
+from perfdiff.collect.cycles.overhead import UntracedCycles
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
-from perfdiff.collect.overhead import UntracedCycles
 from perfdiff.collect.recorder import Gpu, Recorder
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.run_file_builder import RunIdentity
@@ -160,7 +160,7 @@ class ChildCollector:
         self.trace.start()
         set_active_recorder(self.recorder)
         if self.config.cycle_range:
-            from perfdiff.collect.nvtx_cycles import NvtxCycles
+            from perfdiff.collect.cycles.nvtx_cycles import NvtxCycles
 
             self.nvtx = NvtxCycles(self.recorder, self.config.cycle_range)
             self.nvtx.install()
@@ -176,12 +176,12 @@ class ChildCollector:
         """``--cycle-function``, or (no marking option) the ways cycles are found by themselves."""
         cfg = self.config
         if cfg.cycle_function:
-            from perfdiff.collect.anchor_function import AnchorFunction
+            from perfdiff.collect.cycles.anchor_function import AnchorFunction
 
             self.anchor = AnchorFunction(self.recorder, cfg.cycle_function)
             self.anchor.install()
         elif not cfg.cycle_range and not cfg.cycle_ms:
-            from perfdiff.collect.found_cycles import FoundCycles
+            from perfdiff.collect.cycles.found_cycles import FoundCycles
 
             self.found = FoundCycles(self.trace.clock_ns, self._before_found_cycle)
             self.found_marks = FoundMarks(self.found, self.trace, self.warnings)
@@ -219,7 +219,7 @@ class ChildCollector:
         if not marks.tried and self.config.backend == "cupti":
             gpu = program_gpu()
             if gpu is not None:
-                from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+                from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
 
                 marks.attach(lambda: TorchBoundaryMarker(gpu.torch, gpu.index))
         marks.before_cycle(len(self.log.starts))
@@ -302,7 +302,7 @@ class ChildCollector:
 
     def _cycles(self, raw: RawTrace) -> CycleTable:
         if self.config.cycle_ms:
-            from perfdiff.collect.window_cycles import fixed_windows
+            from perfdiff.collect.cycles.window_cycles import fixed_windows
 
             return fixed_windows(raw, self.config.cycle_ms, self.config.warmup)
         if self.anchor is not None:
@@ -311,7 +311,7 @@ class ChildCollector:
         # the found logs' marks leave ``raw`` whichever cycles the run gets
         found_marks = self.found_marks.launches(raw) if self.found_marks is not None else {}
         if table.index.size == 0 and self.found is not None:
-            from perfdiff.collect.found_cycles import choose_cycles
+            from perfdiff.collect.cycles.found_cycles import choose_cycles
 
             chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid(),
                                    found_marks)

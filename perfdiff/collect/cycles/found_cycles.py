@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.collect.cycles import CycleLog, launch_times
-from perfdiff.collect.import_hooks import when_imported
+from perfdiff.collect.cycles.cycles import CycleLog, launch_times
+from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.collect.records import RawTrace
 from perfdiff.schema.model import CycleTable
 from perfdiff.schema.periods import Period, cycle_bounds_ns, detect_period

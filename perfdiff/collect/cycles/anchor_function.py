@@ -39,7 +39,7 @@ from collections.abc import Callable
 from types import CodeType, ModuleType
 from typing import Any
 
-from perfdiff.collect.import_hooks import when_imported
+from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.markers import CycleRecorder
 
 _TOOL_NAME = "perfdiff-cycle-function"

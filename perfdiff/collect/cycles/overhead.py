@@ -48,10 +48,10 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.untraced_schedule import RUN_LENGTH, Schedule, make_schedule
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.settings import DEFAULT_COST_TARGET, DEFAULT_UNTRACED_EVERY
-from perfdiff.collect.untraced_schedule import RUN_LENGTH, Schedule, make_schedule
 from perfdiff.schema.model import CycleTable
 
 
