@@ -18,17 +18,15 @@ from pathlib import Path
 
 import typer
 
+from perfdiff.collect.inject.config import CUPTI_BACKEND
 from perfdiff.collect.settings import DEFAULT_COST_TARGET, DEFAULT_UNTRACED_EVERY
 from perfdiff.collect.workloads.base import WorkloadParamError
 from perfdiff.errors import CollectorUnavailableError
 from perfdiff.schema.model import RunFile
 
-# "fake" in CPU tests, default "cupti". Kept (issue 28 item 5) because CPU tests run
-# `perfdiff collect -- CMD` end to end in a subprocess, where nothing can be injected:
-# tests/collect/test_user_program.py, test_found_cycles.py, test_found_untraced.py,
-# test_overhead.py, test_collect_output.py, test_settings.py and tests/cli/test_collect_shards.py.
-# No GPU script or GPU test sets it.
-BACKEND_ENV = "PERFDIFF_COLLECT_BACKEND"
+# The children's trace backend (MODULE:FUNCTION, see inject/config.py): CUPTI's. Read at each
+# call, so that CPU tests replace it (tests/support/fake_cupti.py) without a user-visible switch.
+TRACE_BACKEND = CUPTI_BACKEND
 
 
 def collect_program(
@@ -80,7 +78,7 @@ def collect_program(
             parse_spec(cycle_function)
         except ValueError as exc:
             raise WorkloadParamError(str(exc)) from None
-    backend = os.environ.get(BACKEND_ENV, "cupti")
+    backend = TRACE_BACKEND
     config = InjectConfig(
         shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms,
         cycle_function=cycle_function or None, warmup=warmup,
@@ -91,7 +89,7 @@ def collect_program(
         sample_interval_ns=(InjectConfig.sample_interval_ns if sample_interval_ns is None
                             else sample_interval_ns),
     )
-    if backend == "cupti" and importlib.util.find_spec("cupti") is None:
+    if backend == CUPTI_BACKEND and importlib.util.find_spec("cupti") is None:
         raise CollectorUnavailableError(
             "cannot collect: cupti-python is not installed; install it with: "
             "pip install 'perfdiff[collect]' (cupti-python>=13.4)"
@@ -150,4 +148,4 @@ def program_summary(run_file: RunFile, path: Path) -> str:
     )
 
 
-__all__ = ["BACKEND_ENV", "collect_program", "program_summary"]
+__all__ = ["TRACE_BACKEND", "collect_program", "program_summary"]

@@ -47,7 +47,6 @@ DEFAULT_WARMUP = 5
 # N >= 2: the last two of every N measured cycles, whatever they cost; 0: none
 DEFAULT_UNTRACED_EVERY: int | None = None
 DEFAULT_COST_TARGET = 1.10  # whole-run cost, recorded / bare (issue 28)
-BACKENDS = ("cupti", "fake")
 
 # `perfdiff collect`'s numeric options and their usable ranges, checked on the raw command
 # line (perfdiff.cli.option_limits) and by every settings object below. Generous on purpose:
@@ -107,9 +106,10 @@ def check_program(*, warmup: int, cycle_ms: float | None, backend: str) -> None:
     _check_range("warmup", warmup, DEFAULT_WARMUP)
     if cycle_ms is not None:
         _check_range("cycle_ms", cycle_ms)
-    if backend not in BACKENDS:
-        raise SettingsError(f"collector backend {backend!r} is unknown (known: "
-                            f"{', '.join(BACKENDS)})")
+    module, _, attribute = backend.partition(":")
+    if not module or not attribute.isidentifier():
+        raise SettingsError(f"collector backend {backend!r} is not MODULE:FUNCTION (the "
+                            "default is perfdiff.collect.inject.child:open_cupti_trace)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -166,7 +166,7 @@ class CollectSettings(RecordSettings):
         _check_range("device_index", self.device_index)
 
 
-__all__ = ["BACKENDS", "COLLECT_LIMITS", "DEFAULT_COST_TARGET", "DEFAULT_CYCLES",
+__all__ = ["COLLECT_LIMITS", "DEFAULT_COST_TARGET", "DEFAULT_CYCLES",
            "DEFAULT_METRICS",
            "DEFAULT_NVML_INTERVAL_MS", "DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS",
            "DEFAULT_SAMPLE_INTERVAL_NS", "DEFAULT_UNTRACED_EVERY",

@@ -19,6 +19,9 @@ export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 LOG="$OUT/issue28.log"
 PD=("$PY" -c "from perfdiff.cli.app import main; main()")
+# perfdiff collect with the children tracing through the CPU stand-in (tests/support/fake_cupti.py;
+# the children import it, so the repository root goes first on PYTHONPATH where it is used)
+PD_FAKE=("$PY" -c "from tests.support.fake_cupti import perfdiff_main; perfdiff_main()")
 RT=bench/record_truth
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
@@ -215,7 +218,7 @@ bisect_one() {  # bisect_one CFG ROUND: timm bf16 bare or recorded as CFG, probe
   local cfg=$1 r=$2 f="$W/rounds/timm$1-r$2"
   case $cfg in
     B) run probed timeout 120 "$PY" $(prog timm-bf16) | tee "$W/rounds/timmD-r$r-bare.log" >/dev/null ;;
-    F) PERFDIFF_COLLECT_BACKEND=fake run probed timeout 150 "${PD[@]}" collect --no-pm --no-nvml \
+    F) PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" run probed timeout 150 "${PD_FAKE[@]}" collect --no-pm --no-nvml \
          -o "$f.json.gz" -- "$PY" $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null ;;
     Q) run probed timeout 180 "${PD[@]}" collect --no-pm --no-nvml -o "$f.json.gz" -- "$PY" \
          $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null ;;

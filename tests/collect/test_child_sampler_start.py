@@ -18,8 +18,8 @@ import pytest
 
 from perfdiff.collect import recorder as recorder_module
 from perfdiff.collect.inject.child import ChildCollector
-from perfdiff.collect.inject.config import InjectConfig
-from perfdiff.collect.inject.fake_backend import FakeTrace
+from perfdiff.collect.inject.config import CUPTI_BACKEND, InjectConfig
+from tests.support.fake_cupti import FakeTrace
 
 events: list[str] = []
 
@@ -63,7 +63,7 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
     env.torch_device_info = lambda torch, device, nvml: types.SimpleNamespace(  # type: ignore[attr-defined]
         uuid="GPU-x")
     monkeypatch.setitem(sys.modules, "perfdiff.collect.environment", env)
-    config = InjectConfig(shard_dir="/nonexistent", warmup=2, backend="cupti")
+    config = InjectConfig(shard_dir="/nonexistent", warmup=2, backend=CUPTI_BACKEND)
     return ChildCollector(config, FakeTrace())
 
 
@@ -127,7 +127,7 @@ def test_fixed_windows_say_their_samplers_did_not_run_and_why(
         collector: ChildCollector) -> None:
     """--cycle-ms windows are cut after the run, so no cycle mark starts the samplers: the
     run file said the program never initialised CUDA, which was not why."""
-    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend="cupti")
+    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend=CUPTI_BACKEND)
     windows = ChildCollector(config, FakeTrace())
     windows.stop_samplers()
     assert events == []
@@ -141,7 +141,8 @@ def test_fixed_windows_of_a_program_that_marks_cycles_still_sample(
         collector: ChildCollector) -> None:
     """perfdiff.cycle() marks in a --cycle-ms program start the samplers (no boundary marks:
     the windows are cut from launch records)."""
-    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend="cupti", warmup=0)
+    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend=CUPTI_BACKEND,
+                          warmup=0)
     windows = ChildCollector(config, FakeTrace())
     windows.recorder.begin_cycle("step", False)
     assert events == ["start nvml", "start pm"]

@@ -27,6 +27,7 @@ from perfdiff.collect.settings import (
 )
 from perfdiff.collect.workloads.base import CyclePlan
 from perfdiff.errors import ExitCode
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
 PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 
@@ -75,6 +76,7 @@ def test_collect_settings_refuse_bad_values(field: str, value: object, option: s
 
 @pytest.mark.parametrize(("field", "value"), [
     ("sample_interval_ns", -5), ("warmup", -1), ("cycle_ms", 0.0), ("backend", "nosuch"),
+    ("backend", "cupti"), ("backend", "tests.support.fake_cupti:"), ("backend", ":open_fake"),
 ])
 def test_inject_config_refuses_bad_values(field: str, value: object) -> None:
     with pytest.raises(SettingsError):
@@ -84,13 +86,38 @@ def test_inject_config_refuses_bad_values(field: str, value: object) -> None:
         InjectConfig.from_env(bad)
 
 
+def test_the_trace_backend_is_cupti_unless_a_caller_names_another() -> None:
+    """No switch chooses the children's backend: the default is CUPTI's, and a test names its
+    stand-in by import path (tests/support/fake_cupti.py), which the child opens."""
+    from perfdiff.cli import collect_program
+    from perfdiff.collect.inject.child import open_trace
+    from perfdiff.collect.inject.config import CUPTI_BACKEND
+    from tests.support.fake_cupti import FAKE_BACKEND, FakeTrace
+
+    assert collect_program.TRACE_BACKEND == CUPTI_BACKEND == InjectConfig(shard_dir="").backend
+    assert InjectConfig(shard_dir="").traces_cupti
+    fake = InjectConfig(shard_dir="", backend=FAKE_BACKEND)
+    assert not fake.traces_cupti
+    assert isinstance(open_trace(fake), FakeTrace)
+    assert InjectConfig.from_env(fake.to_env()).backend == FAKE_BACKEND
+
+
+def test_collect_help_shows_no_backend_switch() -> None:
+    proc = subprocess.run([*PERFDIFF, "collect", "--help"], capture_output=True, text=True,
+                          timeout=60, check=False, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    assert "backend" not in proc.stdout.lower().replace("-p backend=", "")
+    assert "fake" not in proc.stdout.lower()
+
+
 @pytest.mark.parametrize("backend", ["fake", "cupti"])
 def test_negative_interval_is_refused_before_the_program_starts(tmp_path: Path,
                                                                 backend: str) -> None:
     (tmp_path / "x.py").write_text("open('ran', 'w').close()\n")
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": backend}
+    env = fake_env() if backend == "fake" else dict(os.environ)
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF, "collect", "--sample-interval-ns", "-5", "--",
+    perfdiff = PERFDIFF_FAKE if backend == "fake" else PERFDIFF
+    proc = subprocess.run([*perfdiff, "collect", "--sample-interval-ns", "-5", "--",
                            sys.executable, "x.py"], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=60, check=False)
     assert proc.returncode == ExitCode.USAGE, proc.stderr

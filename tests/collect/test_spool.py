@@ -34,6 +34,7 @@ from perfdiff.collect.cupti.spool import (
 )
 from perfdiff.collect.inject.config import InjectConfig
 from tests.collect.test_raw_buffers import _as_tuples, saved  # noqa: F401 (fixture)
+from tests.support.fake_cupti import FAKE_BACKEND
 
 Saved = tuple[list[np.ndarray[Any, Any]], dict[str, Any]]
 
@@ -170,7 +171,7 @@ def test_a_killed_processs_spool_is_kept_and_named(tmp_path: Path,
 
     monkeypatch.setattr(user_program, "_run_once", killed)
     outcome = user_program.run_program(
-        [sys.executable, "-c", "pass"], InjectConfig(shard_dir="", backend="fake"))
+        [sys.executable, "-c", "pass"], InjectConfig(shard_dir="", backend=FAKE_BACKEND))
     assert left.exists()  # not deleted with the temporary folder
     reason = outcome.run_file.status.reason or ""
     assert outcome.run_file.status.state == "incomplete" and outcome.exit_code == 137
@@ -210,7 +211,7 @@ def test_a_dead_ranks_spool_beside_other_ranks_shards_marks_the_run(
     root = tmp_path / "shards"
     root.mkdir()
     monkeypatch.setattr(user_program.tempfile, "mkdtemp", lambda prefix: str(root))
-    config = InjectConfig(shard_dir="", backend="fake")
+    config = InjectConfig(shard_dir="", backend=FAKE_BACKEND)
     left = root / "run0" / f"pid4243{SPOOL_SUFFIX}"
 
     def one_rank_killed(argv: list[str], env: dict[str, str]) -> tuple[int, int]:

@@ -59,7 +59,7 @@ torch.cuda.synchronize()
 
 def _collect(tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp / "run.json.gz"
-    env = {k: v for k, v in os.environ.items() if k != "PERFDIFF_COLLECT_BACKEND"}
+    env = dict(os.environ)
     proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), *args], cwd=tmp, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     return proc, out

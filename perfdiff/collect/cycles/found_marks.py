@@ -45,7 +45,7 @@ class FoundMarks:
         self.tried = False  # attach() was called (the GPU was known)
 
     def logs(self) -> tuple[CycleLog, ...]:
-        return (self.found.optimizer_log, self.found.profiler_log)
+        return (self.found.optimizer_log, self.found.profiler_log, self.found.function_log)
 
     def attach(self, make_marker: Callable[[], Any]) -> None:
         """One marker (``.mark()``, ``.stream_ids``) per found log, from now on; a marker

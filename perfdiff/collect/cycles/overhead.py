@@ -170,6 +170,16 @@ class UntracedCycles:
         self._off_ns = self.log.clock_ns() - began
         return True
 
+    def release(self) -> None:
+        """This log's cycles are no longer the run's (a found function's, once an optimizer or
+        profiler steps: found_cycles.py): tracing back on now if it is off for this log, and
+        no untraced cycle from it again, so that the winning log's cycles are traced as their
+        own schedule says. An open cycle of this log is then partly traced: never chosen."""
+        self._next = None
+        self.allowed = lambda: False
+        if self._paused:
+            self._resume()
+
     @property
     def paused(self) -> bool:
         """An untraced cycle of this log is open now."""

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import os
-import platform
 import signal
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -131,7 +130,7 @@ class ChildCollector:
             config, trace, untraced_every=0 if windows else config.untraced_every,
             untraced_off="fixed windows (--cycle-ms)" if windows else "",
             lockstep=(_env_int("WORLD_SIZE") or 1) > 1,
-            find_gpu=program_gpu if config.backend == "cupti" else None,
+            find_gpu=program_gpu if config.traces_cupti else None,
             marks=not windows, on_sampler_start=self._finish_last,
             no_gpu_why=NO_TORCH_CUDA,
             no_cycle_why=WINDOWS_UNSAMPLED if windows else NO_LIVE_CYCLE)
@@ -143,10 +142,12 @@ class ChildCollector:
         self.anchor: Any = None  # --cycle-function (anchor_function.AnchorFunction)
         self.found: Any = None  # no marking option: found_cycles.FoundCycles
         self.found_marks: FoundMarks | None = None  # their boundary marks (found_marks.py)
+        self.found_function: Any = None  # and the repeating call (found_function.py)
         # untraced cycles of the log the run's cycles come from (marks, or a found log)
         self.applied_untraced = self.core.untraced
         self.found_untraced: dict[int, UntracedCycles] = {}  # id(found log) -> its own
         self.cycles_from: str | None = None  # how cycles were cut, when found at exit
+        self.found_params: dict[str, Any] = {}  # what else the found way records
         self._finished = False
         self._previous_excepthook = sys.excepthook
 
@@ -187,11 +188,28 @@ class ChildCollector:
             self.anchor.install()
         elif not cfg.cycle_range and not cfg.cycle_ms:
             from perfdiff.collect.cycles.found_cycles import FoundCycles
+            from perfdiff.collect.cycles.found_function import FoundFunction
 
             self.found = FoundCycles(self.trace.clock_ns, self._before_found_cycle)
             self.found_marks = FoundMarks(self.found, self.trace, self.warnings)
             self._untrace_found_cycles(self.found)
             self.found.install()
+            self.found_function = FoundFunction(self.found, self._program_used_gpu,
+                                                marked=lambda: bool(self.log.starts))
+            self.found_function.start()
+
+    def _program_used_gpu(self) -> bool:
+        """Whether the program has initialised CUDA through torch, started CUPTI another way
+        (a CUDA library imported: deferred_trace.py), or launched a kernel the trace saw
+        (found_function.py starts learning then). Asked from the learning thread: nothing
+        here may initialise CUDA or depend on the calling thread's device."""
+        torch = sys.modules.get("torch")
+        if torch is not None and self._cuda_initialized(torch):
+            return True
+        if getattr(self.trace, "started_by", None) is not None:
+            return True
+        seen = getattr(self.trace, "records_so_far", None)
+        return bool(seen is not None and seen() > 0)
 
     def _untrace_found_cycles(self, found: Any) -> None:
         """Leave some optimizer step (or ``prof.step()``) cycles untraced, as marked cycles: the
@@ -209,19 +227,26 @@ class ChildCollector:
         profiler = self.core.untrace(
             found.profiler_log, every,
             allowed=lambda: not found.optimizer_log.starts and not optimizer.paused)
-        optimizer.allowed = lambda: not profiler.paused
+        # the found function's calls (found_function.py) until a step is seen: released then
+        function = self.core.untrace(found.function_log, every,
+                                     allowed=lambda: not found.stepped and not self.log.starts)
+        optimizer.allowed = lambda: not profiler.paused and not function.paused
         self.found_untraced = {id(found.optimizer_log): optimizer,
-                               id(found.profiler_log): profiler}
+                               id(found.profiler_log): profiler,
+                               id(found.function_log): function}
 
     def _before_found_cycle(self) -> None:
         """Before a found cycle's start: the samplers; the found logs' boundary marks once
         the GPU is known; CUPTI's launch API records off once they are marked
         (found_marks.py). Nothing may escape into the program (FoundCycles.new_cycle)."""
         self.core.start_samplers()
+        if self.found is not None and self.found.stepped and self.found_function is not None:
+            self.found_function.stop()  # optimizer or profiler steps win (found_cycles.py)
+            self.found_untraced[id(self.found.function_log)].release()
         marks = self.found_marks
         if marks is None:
             return
-        if not marks.tried and self.config.backend == "cupti":
+        if not marks.tried and self.config.traces_cupti:
             gpu = program_gpu()
             if gpu is not None:
                 from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
@@ -287,7 +312,7 @@ class ChildCollector:
         raw = self.core.stop(_cuda_synchronize())
         cycles = self._cycles(raw)
         status = Status("incomplete", self.failure) if self.failure else Status("complete")
-        params = program_params(self.config, self.cycles_from)
+        params = {**program_params(self.config, self.cycles_from), **self.found_params}
         if self.found_marks is not None and self.found_marks.switched:
             params["launch_records"] = FoundMarks.PARAM
         return self.core.run_file(
@@ -312,6 +337,8 @@ class ChildCollector:
             return fixed_windows(raw, self.config.cycle_ms, self.config.warmup)
         if self.anchor is not None:
             self.anchor.uninstall()
+        if self.found_function is not None:
+            self.found_function.uninstall()
         table = self.core.cycle_table(raw)
         # the found logs' marks leave ``raw`` whichever cycles the run gets
         found_marks = self.found_marks.launches(raw) if self.found_marks is not None else {}
@@ -322,6 +349,8 @@ class ChildCollector:
                                    found_marks)
             self.warnings.extend(chosen.warnings)
             self.cycles_from = chosen.cycles_from
+            if chosen.log is self.found.function_log:
+                self.found_params = {"found_function": self.found.function_name}
             if chosen.log is not None and id(chosen.log) in self.found_untraced:
                 self.applied_untraced = self.found_untraced[id(chosen.log)]
             return chosen.table
@@ -342,13 +371,11 @@ class ChildCollector:
         return table
 
     def _environment(self, torch: Any) -> Environment:
-        if self.config.backend == "fake":
-            from perfdiff.collect.inject.fake_backend import fake_device
-
-            return Environment(host=socket.gethostname(), driver_version=None,
-                               cuda_version=None, cupti_version=None, torch_version=None,
-                               python_version=platform.python_version(),
-                               devices=(fake_device(0),))
+        describe = getattr(self.trace, "environment", None)
+        if not self.config.traces_cupti and describe is not None:
+            # a backend that is no GPU (CPU tests) describes the device it stands for
+            environment: Environment = describe()
+            return environment
         from perfdiff.collect.environment import gather_environment
         from perfdiff.collect.sources import nvml_library
 
@@ -413,13 +440,15 @@ def program_params(config: InjectConfig, found: str | None = None) -> dict[str, 
 
 
 def open_trace(config: InjectConfig) -> TraceBackend:
-    """The tracing backend the config names."""
-    if config.backend == "fake":
-        from perfdiff.collect.inject.fake_backend import FakeTrace
+    """The tracing backend the config names (``MODULE:FUNCTION``, called with the config)."""
+    module, _, attribute = config.backend.partition(":")
+    factory = getattr(importlib.import_module(module), attribute)
+    trace: TraceBackend = factory(config)
+    return trace
 
-        return FakeTrace()
-    if config.backend != "cupti":
-        raise ValueError(f"unknown backend {config.backend!r}")
+
+def open_cupti_trace(config: InjectConfig) -> TraceBackend:
+    """CUPTI activity tracing, started when the program initialises CUDA (the default)."""
     from perfdiff.collect.inject.deferred_trace import DeferredTrace
     from perfdiff.collect.sources import open_trace as open_cupti
 
@@ -456,4 +485,5 @@ def activate() -> ChildCollector | None:
     return collector
 
 
-__all__ = ["ChildCollector", "activate", "open_trace", "program_name", "should_record"]
+__all__ = ["ChildCollector", "activate", "open_cupti_trace", "open_trace", "program_name",
+           "should_record"]
