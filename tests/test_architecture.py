@@ -75,6 +75,74 @@ def test_imports_point_one_way() -> None:
     assert not bad, bad
 
 
+def _cli_import_graph() -> dict[str, set[str]]:
+    """perfdiff/cli's modules (by file stem) and the cli modules each imports, at any depth
+    of its source: an import inside a function closes a circle as surely as one at the top,
+    it only closes it later."""
+    prefix = "perfdiff.cli."
+    graph: dict[str, set[str]] = {}
+    for path, module, name in _imports("cli"):
+        targets = graph.setdefault(path.stem, set())
+        if module == "perfdiff.cli" and name:
+            targets.add(name)  # from perfdiff.cli import commands
+        elif module.startswith(prefix):
+            targets.add(module.removeprefix(prefix).split(".")[0])
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules of each circle of ``graph`` (its strongly connected parts of more than one
+    module, or of a module importing itself), by Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                member = stack.pop()
+                part.append(member)
+                if member == node:
+                    break
+            if len(part) > 1 or node in graph.get(node, ()):
+                circles.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_circles_are_found() -> None:
+    """The check below can fail: the shape of perfdiff/cli before the commands stopped
+    importing the app (app -> commands -> compare -> app) is a circle."""
+    old = {"app": {"commands", "guard"}, "commands": {"compare", "merge"},
+           "compare": {"app", "compare_run"}, "merge": {"app"}, "compare_run": set()}
+    assert _circles(old) == [["app", "commands", "compare", "merge"]]
+    assert _circles({"a": {"a"}}) == [["a"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles_inside_the_cli() -> None:
+    """Imports inside perfdiff/cli point one way: the app imports the command modules and
+    registers their functions; a command module never imports the app (STYLE.md, "Imports
+    point one way")."""
+    graph = _cli_import_graph()
+    assert {"app", "entry", "compare", "collect"} <= graph.keys()  # the walk saw the package
+    assert "compare_run" in graph["entry"]  # and its imports
+    assert _circles(graph) == []
+
+
 def test_nothing_in_the_package_is_for_benchmarks_or_tests_only() -> None:
     assert not (PACKAGE / "analysis" / "validate").exists()
     markers = (PACKAGE / "markers.py").read_text(encoding="utf-8")
