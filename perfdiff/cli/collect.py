@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from perfdiff.cli.app import app
 from perfdiff.collect.settings import (
     DEFAULT_COST_TARGET,
     DEFAULT_CYCLES,
@@ -202,7 +201,6 @@ _CostTargetOpt = typer.Option(
     "cycles is chosen from what they cost this program (ignored with --untraced-every).")
 
 
-@app.command(context_settings={"allow_extra_args": True})
 def collect(
     ctx: typer.Context,
     workload: Annotated[str, typer.Argument(help=_WORKLOAD_HELP)] = "",
