@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -75,6 +76,74 @@ def test_imports_point_one_way() -> None:
     assert not bad, bad
 
 
+def _cli_import_graph() -> dict[str, set[str]]:
+    """perfdiff/cli's modules (by file stem) and the cli modules each imports, at any depth
+    of its source: an import inside a function closes a circle as surely as one at the top,
+    it only closes it later."""
+    prefix = "perfdiff.cli."
+    graph: dict[str, set[str]] = {}
+    for path, module, name in _imports("cli"):
+        targets = graph.setdefault(path.stem, set())
+        if module == "perfdiff.cli" and name:
+            targets.add(name)  # from perfdiff.cli import commands
+        elif module.startswith(prefix):
+            targets.add(module.removeprefix(prefix).split(".")[0])
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The modules of each circle of ``graph`` (its strongly connected parts of more than one
+    module, or of a module importing itself), by Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            part = []
+            while True:
+                member = stack.pop()
+                part.append(member)
+                if member == node:
+                    break
+            if len(part) > 1 or node in graph.get(node, ()):
+                circles.append(sorted(part))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_circles_are_found() -> None:
+    """The check below can fail: the shape of perfdiff/cli before the commands stopped
+    importing the app (app -> commands -> compare -> app) is a circle."""
+    old = {"app": {"commands", "guard"}, "commands": {"compare", "merge"},
+           "compare": {"app", "compare_run"}, "merge": {"app"}, "compare_run": set()}
+    assert _circles(old) == [["app", "commands", "compare", "merge"]]
+    assert _circles({"a": {"a"}}) == [["a"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circles_inside_the_cli() -> None:
+    """Imports inside perfdiff/cli point one way: the app imports the command modules and
+    registers their functions; a command module never imports the app (STYLE.md, "Imports
+    point one way")."""
+    graph = _cli_import_graph()
+    assert {"app", "entry", "compare", "collect"} <= graph.keys()  # the walk saw the package
+    assert "compare_run" in graph["entry"]  # and its imports
+    assert _circles(graph) == []
+
+
 def test_nothing_in_the_package_is_for_benchmarks_or_tests_only() -> None:
     assert not (PACKAGE / "analysis" / "validate").exists()
     markers = (PACKAGE / "markers.py").read_text(encoding="utf-8")
@@ -82,6 +151,71 @@ def test_nothing_in_the_package_is_for_benchmarks_or_tests_only() -> None:
     bad = [f"{p.relative_to(PACKAGE)}: {m}" for p, m, _ in _imports(".")
            if m.split(".")[0] in ("bench", "tests")]
     assert not bad, bad
+
+
+ENVIRONMENT_PAGE = ROOT / "docs" / "reference" / "environment.md"
+_ENV_READS = frozenset({"get", "setdefault", "pop", "getenv"})
+
+
+def _is_environ(node: ast.expr) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ")
+
+
+def _environment_names(tree: ast.AST) -> set[str]:
+    """The environment variables a module names: every ``PERFDIFF_*`` string (read directly or
+    through a constant), every string read with ``os.environ.get/[]/setdefault/pop`` or
+    ``os.getenv``, and every ``*_ENV = "NAME"`` constant."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and re.fullmatch(r"PERFDIFF_[A-Z0-9_]+", node.value):
+            names.add(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _ENV_READS and node.args \
+                and (_is_environ(node.func.value) or node.func.attr == "getenv") \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            names.add(node.args[0].value)
+        elif isinstance(node, ast.Subscript) and _is_environ(node.value) \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            names.add(node.slice.value)
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
+                and isinstance(node.value.value, str) and any(
+                    isinstance(t, ast.Name) and t.id.endswith("_ENV") for t in node.targets):
+            names.add(node.value.value)
+    return names
+
+
+def _documented_environment() -> set[str]:
+    """The variables in the first column of environment.md's tables."""
+    text = ENVIRONMENT_PAGE.read_text(encoding="utf-8")
+    return set(re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", text, flags=re.MULTILINE))
+
+
+def test_environment_reads_are_found() -> None:
+    """The check below can fail: each way of naming a variable is seen."""
+    source = ("import os\nA_ENV = 'ONE'\nos.environ.get('TWO')\nos.getenv('THREE')\n"
+              "os.environ['FOUR'] = '1'\nos.environ.setdefault('FIVE', '1')\n"
+              "name = 'PERFDIFF_SIX'\nprint('PERFDIFF_ in a sentence')\n")
+    assert _environment_names(ast.parse(source)) == {"ONE", "TWO", "THREE", "FOUR", "FIVE",
+                                                      "PERFDIFF_SIX"}
+
+
+def test_every_environment_variable_is_documented() -> None:
+    """No hidden switch: every variable perfdiff/ reads is on docs/reference/environment.md
+    (what it does, its default), and every variable there is still read (STYLE.md: nothing in
+    perfdiff/ is a switch read from the environment for benchmarks or tests)."""
+    read: dict[str, str] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for name in _environment_names(ast.parse(path.read_text(encoding="utf-8"))):
+            read.setdefault(name, str(path.relative_to(ROOT)))
+    documented = _documented_environment()
+    assert {"PERFDIFF_DEBUG", "PERFDIFF_MAX_INPUT_GIB", "DASK_SCHEDULER_ADDRESS"} <= read.keys()
+    hidden = {name: path for name, path in read.items() if name not in documented}
+    assert not hidden, f"read but not on {ENVIRONMENT_PAGE.name}: {hidden}"
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in PACKAGE.rglob("*.py"))
+    stale = sorted(n for n in documented if f'"{n}"' not in sources and f"'{n}'" not in sources)
+    assert not stale, f"on {ENVIRONMENT_PAGE.name} but read nowhere: {stale}"
 
 
 def test_readers_and_analysis_do_not_import_each_other() -> None:

@@ -1,5 +1,9 @@
 """The ``perfdiff`` command: one typer app, each subcommand in its own module.
 
+Why the app registers the commands (and not each command itself): a command module is a plain
+function with its typer options; it imports nothing of the app, so imports point one way
+(app -> commands) and a command can be imported, read and tested without the app.
+
 Why a wrapper around ``app()``: every :class:`PerfdiffError` becomes one line on stderr and
 its documented exit code (docs/reference/exit-codes.md, ``perfdiff.cli.guard``); no user
 error prints a traceback.
@@ -15,7 +19,14 @@ import typer
 import typer.main
 
 from perfdiff import __version__
+from perfdiff.cli.bench import bench
+from perfdiff.cli.collect import collect
+from perfdiff.cli.compare import compare
 from perfdiff.cli.guard import run_guarded
+from perfdiff.cli.import_trace import import_trace
+from perfdiff.cli.kernels import kernels
+from perfdiff.cli.merge import merge
+from perfdiff.cli.ranks import ranks
 from perfdiff.inputs import CheckedInputs
 
 app = typer.Typer(
@@ -44,9 +55,15 @@ def _root(
     """Find which GPU kernels made a run slower, and why."""
 
 
-def _register_commands() -> None:
-    """Import the command modules; each adds its commands to ``app`` on import."""
-    from perfdiff.cli import commands  # noqa: F401
+# One line per command; help lists them sorted by name. ``collect`` takes a program's own
+# arguments after its options (``perfdiff collect -- python train.py --lr 3e-4``).
+app.command()(bench)
+app.command(context_settings={"allow_extra_args": True})(collect)
+app.command()(compare)
+app.command("import")(import_trace)
+app.command()(kernels)
+app.command()(merge)
+app.command()(ranks)
 
 
 @functools.cache
@@ -55,7 +72,6 @@ def _click_command() -> Any:
     rebuilds it on every call, ~30 ms; a process that runs many command lines, as the test
     suites do, paid it each time). Typer's own ``app()`` adds only its exception hook, which
     ``run_guarded`` makes moot."""
-    _register_commands()
     return typer.main.get_command(app)
 
 

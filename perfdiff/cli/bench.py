@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from perfdiff.cli.app import app
 from perfdiff.cli.options import (
     OutputFormat,
     alpha_option,
@@ -56,7 +55,6 @@ def _check_implementations(run: BenchRun, *, baseline: str | None, target: str |
                              f"{run.source}; it has {', '.join(impls)}")
 
 
-@app.command()
 def bench(
     ctx: typer.Context,
     runs: Annotated[list[Path], typer.Argument(

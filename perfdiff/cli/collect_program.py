@@ -39,7 +39,7 @@ def collect_program(
     warmup: int,
     cycle_function: str | None = None,
     metrics: tuple[str, ...],
-    sample_interval_ns: int,
+    sample_interval_ns: int | None,
     pm_sampling: bool,
     nvml: bool,
     nvml_interval_ms: float,
@@ -82,9 +82,12 @@ def collect_program(
     config = InjectConfig(
         shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms,
         cycle_function=cycle_function or None, warmup=warmup,
-        metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
+        metrics=metrics, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
         untraced_every=untraced_every, cost_target=cost_target,
+        # None: the program launcher's own default (settings.DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS)
+        sample_interval_ns=(InjectConfig.sample_interval_ns if sample_interval_ns is None
+                            else sample_interval_ns),
     )
     if backend == CUPTI_BACKEND and importlib.util.find_spec("cupti") is None:
         raise CollectorUnavailableError(

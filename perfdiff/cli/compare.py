@@ -20,7 +20,6 @@ from typing import Annotated, Any
 
 import typer
 
-from perfdiff.cli.app import app
 from perfdiff.cli.compare_run import (
     COMPARE_OPTIONS,
     DEFAULT_FIGURES,
@@ -92,7 +91,6 @@ def compare(ctx: typer.Context, normal: Path, abnormal: Path, **options: Any) ->
 _PARAMETERS = _parameters()
 compare.__signature__ = inspect.Signature(_PARAMETERS)  # type: ignore[attr-defined]
 compare.__annotations__ = {p.name: p.annotation for p in _PARAMETERS}
-app.command()(compare)
 
 
 __all__ = ["DEFAULT_FIGURES", "ReportFormat", "compare", "figure_links", "figures_folder"]

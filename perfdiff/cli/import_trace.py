@@ -16,11 +16,9 @@ from typing import Annotated
 
 import typer
 
-from perfdiff.cli.app import app
 from perfdiff.cli.options import steps_option
 
 
-@app.command("import")
 def import_trace(
     ctx: typer.Context,
     traces: Annotated[list[Path], typer.Argument(

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from perfdiff.cli.app import app
 from perfdiff.cli.options import output_option, steps_option
 
 if TYPE_CHECKING:
@@ -91,7 +90,6 @@ def _rich_names(rows: list[NameRow], console: Console) -> None:
     console.print(table)
 
 
-@app.command()
 def kernels(
     ctx: typer.Context,
     run_file: Annotated[Path, typer.Argument(

@@ -12,8 +12,6 @@ from typing import Annotated
 
 import typer
 
-from perfdiff.cli.app import app
-
 _InputsArg = typer.Argument(readable=False,
                              help="Run files to merge (.json or .json.gz) or torch.profiler "
                              "traces, in order.")
@@ -27,7 +25,6 @@ _ShardsOpt = typer.Option("--shards", help="Write OUTPUT as a sharded run: a fol
                           "and ranks (needs perfdiff[dask]).")
 
 
-@app.command()
 def merge(
     ctx: typer.Context,
     inputs: Annotated[list[Path], _InputsArg],

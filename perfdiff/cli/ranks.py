@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 
-from perfdiff.cli.app import app
 from perfdiff.cli.options import (
     OutputFormat,
     alpha_option,
@@ -24,7 +23,6 @@ from perfdiff.cli.options import (
 # command, --help included, imports every command module to register it.
 
 
-@app.command()
 def ranks(
     ctx: typer.Context,
     run: Annotated[Path, typer.Argument(

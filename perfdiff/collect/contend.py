@@ -30,7 +30,6 @@ stopped when collection ends. Run the process kind as
 from __future__ import annotations
 
 import importlib
-import os
 import subprocess
 import sys
 import threading
@@ -202,8 +201,10 @@ def duty_cycle(time_share: float, period_s: float, burst: Callable[[], None],
 
 
 def _operands(torch: Any, device: Any) -> tuple[Any, Any]:  # pragma: no cover - GPU only
-    # PERFDIFF_CONTEND_MATRIX: an experiment knob (scripts/gpu/contend_probe.sh), not a setting
-    n = int(os.environ.get("PERFDIFF_CONTEND_MATRIX", MATRIX_SIZE))
+    # One size, no switch read from the environment (STYLE.md): the 1024^2 and 2048^2 rows of
+    # docs/explanation/contention.md came from an experiment knob since removed; to repeat
+    # them, edit MATRIX_SIZE
+    n = MATRIX_SIZE
     a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     return a, b

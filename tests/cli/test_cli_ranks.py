@@ -8,7 +8,6 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perfdiff.cli.app import app
-from perfdiff.cli.commands import ranks  # noqa: F401  (registers the command)
 from perfdiff.schema.io import save_run_file
 from tests.rank_factories import make_job
 

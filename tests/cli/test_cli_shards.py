@@ -8,7 +8,6 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from perfdiff.cli.app import app
-from perfdiff.cli.commands import compare  # noqa: F401  (registers the commands)
 from perfdiff.errors import InputError
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.shards import is_sharded_run, read_manifest

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from perfdiff.cli.app import _register_commands, app
+from perfdiff.cli.app import app
 from perfdiff.cli.compare_run import (
     OPTIONS,
     CompareArgs,
@@ -39,7 +39,6 @@ TRACE_ABNORMAL = REPO / "fixtures" / "kineto" / "kineto-gpt-abnormal.pt.trace.js
 
 
 def _compare_params() -> list[typing.Any]:
-    _register_commands()
     return list(typer.main.get_command(app).commands["compare"].params)  # type: ignore[attr-defined]
 
 
@@ -75,7 +74,6 @@ def _typer_args(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> CompareArgs
 
     got: list[CompareArgs] = []
     monkeypatch.setattr(command, "run_compare", lambda args, checked=None: got.append(args) or 0)
-    _register_commands()
     try:
         app(args=argv, standalone_mode=False)
     except Exception:  # click's usage errors: the line is refused

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from perfdiff.cli.app import _register_commands, app
+from perfdiff.cli.app import app
 from perfdiff.cli.entry import FLAG_OPTIONS, VALUE_OPTIONS, input_arguments
 from perfdiff.errors import ExitCode
 
@@ -31,7 +31,6 @@ ENTRY = [sys.executable, "-c",
 
 
 def test_the_options_table_matches_the_commands() -> None:
-    _register_commands()
     commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     for name in VALUE_OPTIONS:
         values, flags = set(), set()

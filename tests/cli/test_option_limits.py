@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from perfdiff.cli.app import _register_commands, app
+from perfdiff.cli.app import app
 from perfdiff.cli.option_limits import OPTION_LIMITS, check_numeric_options
 from perfdiff.errors import ExitCode, UsageError
 from perfdiff.limits import MAX_INPUT_OPTION
@@ -28,7 +28,6 @@ HOSTILE = ["nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e308", "-5", "1e40
 
 def _numeric_options() -> dict[str, set[str]]:
     """Every int or float option of every real command."""
-    _register_commands()
     group = typer.main.get_command(app)
     found: dict[str, set[str]] = {}
     for name, command in group.commands.items():  # type: ignore[attr-defined]

@@ -101,6 +101,20 @@ def test_a_program_that_never_initialises_cuda_through_torch_is_told_why_no_samp
     assert any("did not run" in w and "PM sampling and NVML" in w for w in collector.warnings)
 
 
+def test_a_program_whose_cycles_are_found_after_it_ended_is_told_that_not_cuda(
+        collector: ChildCollector) -> None:
+    """GPT-2 generate with no marking option (H200, 2026-11-28): no cycle began while it ran
+    (detected period), so the samplers never started, and the run file said the program never
+    initialised CUDA through PyTorch, which it had. The line now names the real reason."""
+    collector.stop_samplers()
+    assert events == []
+    assert len(collector.warnings) == 1
+    assert collector.warnings[0].startswith(
+        "PM sampling and NVML did not run: they start at the first cycle cut while the "
+        "program runs, and none was")
+    assert "never did" not in collector.warnings[0]
+
+
 def test_pm_not_reached_because_no_measured_cycle_is_said(collector: ChildCollector) -> None:
     collector.recorder.begin_cycle("step", False)  # a warm-up cycle only
     collector.recorder.end_cycle()

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from perfdiff.cli.app import _register_commands, app
+from perfdiff.cli.app import app
 from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.cycles.nvtx_cycles import NvtxCycles
 from perfdiff.collect.cycles.window_cycles import fixed_windows
@@ -80,7 +80,6 @@ def test_merge_keeps_incomplete_reasons_and_refuses_other_workloads() -> None:
 
 
 def test_merge_command_writes_a_loadable_file(tmp_path: Path) -> None:
-    _register_commands()
     paths = []
     for rank in (0, 1):
         path = tmp_path / f"rank{rank}.json.gz"

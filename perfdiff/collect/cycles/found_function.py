@@ -101,6 +101,10 @@ DISPATCH_WRAPPERS: tuple[Wrapper, ...] = (
     Wrapper("torch/utils/_contextlib.py", "generator_context",
             "the same decorators on a generator function"),
     Wrapper("contextlib.py", "inner", "contextlib.ContextDecorator used as a decorator"),
+    Wrapper("transformers/utils/generic.py", "wrapper",
+            "transformers' decorators on model forwards (@can_return_tuple on "
+            "GPT2LMHeadModel.forward, @merge_with_config_defaults): every function of that "
+            "file named wrapper calls the function it decorates"),
     Wrapper("accelerate/hooks.py", "new_forward",
             "accelerate's hook around the forward of every module of a model dispatched with "
             "device_map or offloading (transformers' from_pretrained(device_map=...))"),

@@ -58,6 +58,10 @@ NO_TORCH_CUDA = ("they start once PyTorch has initialised CUDA in the program, a
                  "never did (CUDA used without torch, e.g. through Triton, CuPy or a C "
                  "extension); import torch and touch CUDA (torch.cuda.init()) before the first "
                  "cycle to have them; kernels are traced")
+NO_LIVE_CYCLE = ("they start at the first cycle cut while the program runs, and none was (its "
+                 "cycles were found after it ended: the detected period); pin cycles with "
+                 "--cycle-function MODULE:QUALNAME, --cycle-range NAME or perfdiff.cycle() to "
+                 "have them; kernels are traced")
 WINDOWS_UNSAMPLED = ("they start at a cycle mark, and --cycle-ms windows are cut after the "
                      "run; mark cycles (--cycle-range, --cycle-function, perfdiff.cycle()) to "
                      "have them; kernels are traced")
@@ -128,7 +132,8 @@ class ChildCollector:
             lockstep=(_env_int("WORLD_SIZE") or 1) > 1,
             find_gpu=program_gpu if config.traces_cupti else None,
             marks=not windows, on_sampler_start=self._finish_last,
-            no_gpu_why=WINDOWS_UNSAMPLED if windows else NO_TORCH_CUDA)
+            no_gpu_why=NO_TORCH_CUDA,
+            no_cycle_why=WINDOWS_UNSAMPLED if windows else NO_LIVE_CYCLE)
         self.log = self.core.log
         self.recorder = _Recorder(self.log, config.warmup)
         self.failure: str | None = None

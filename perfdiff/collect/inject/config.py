@@ -11,7 +11,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from perfdiff.collect.settings import DEFAULT_WARMUP, RecordSettings, check_program
+from perfdiff.collect.settings import DEFAULT_WARMUP, ProgramRecordSettings, check_program
 
 CONFIG_ENV = "PERFDIFF_INJECT_CONFIG"
 OWNER_ENV = "PERFDIFF_INJECT_OWNER"  # set by the process that records, so its children do not
@@ -25,10 +25,10 @@ CUPTI_BACKEND = "perfdiff.collect.inject.child:open_cupti_trace"
 
 
 @dataclass(frozen=True)
-class InjectConfig(RecordSettings):
+class InjectConfig(ProgramRecordSettings):
     """What the child records and where it writes its shard: the shared sampler settings
-    (:class:`RecordSettings`, the same as a built-in workload's) plus how a program's cycles
-    are cut and where its shard goes."""
+    (:class:`ProgramRecordSettings`: a built-in workload's, with the program's PM interval)
+    plus how a program's cycles are cut and where its shard goes."""
 
     shard_dir: str
     run_index: int = 0
