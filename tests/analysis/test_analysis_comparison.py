@@ -303,9 +303,9 @@ def test_one_run_assumption_is_stated_and_is_the_contract() -> None:
     normal = make_run_file(n_cycles=60, noise=0.001, seed=1)
     abnormal = make_run_file(_slower_gemm(1.5, tensor=80.0), n_cycles=60, noise=0.001, seed=2)
     default = _compare(normal, abnormal)
-    assert any("assume 2 % per single-run side" in note for note in default.notes)
+    assert any("assume 2 % per one-run side" in note for note in default.notes)
     none = _compare(normal, abnormal, dataclasses.replace(FAST, run_cv_pct=0.0))
-    assert any("assume 0 % per single-run side" in note for note in none.notes)
+    assert any("assume 0 % per one-run side" in note for note in none.notes)
     gemm = next(r for r in none.rows if r.function == "gemm_kernel")
     assert gemm.q_value < 0.05
     assert none.mde_pct < default.mde_pct
