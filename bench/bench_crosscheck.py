@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                      "event_ms": ref_ms, "diff_pct": _diff(ours.gpu_ms, ref_ms), "n": ours.n,
                      **measures.get(label, {})})
     if not args.no_cupti_pass:
-        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+        from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
         # the recording's configuration: activity records, no launch API records
         tracer = CuptiActivityBackend(trace_memory=True, trace_api=False)

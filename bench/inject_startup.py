@@ -11,7 +11,6 @@ so the number is perfdiff's own cost, not CUPTI's), and ``import numpy`` alone f
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import time
 from pathlib import Path
 
 from perfdiff.collect.inject.config import InjectConfig, child_environment
+from tests.support.fake_cupti import FAKE_BACKEND, fake_env
 
 
 def _time(argv: list[str], env: dict[str, str], repeat: int) -> tuple[float, float]:
@@ -38,8 +38,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         empty = Path(tmp) / "empty.py"
         empty.write_text("pass\n")
-        base = dict(os.environ)
-        injected = child_environment(base, InjectConfig(shard_dir=tmp, backend="fake"))
+        base = fake_env()  # the children import the fake backend from tests/
+        injected = child_environment(base, InjectConfig(shard_dir=tmp, backend=FAKE_BACKEND))
         rows = [
             ("empty program", _time([sys.executable, str(empty)], base, args.repeat)),
             ("empty program, collector injected (fake backend)",

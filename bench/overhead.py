@@ -19,7 +19,7 @@ from round to round, so no mode always runs first or last.
 - perfdiff-trace, perfdiff-trace-nvml, perfdiff-trace-pm: perfdiff with only some sources,
   to see where the overhead comes from (``--modes`` picks the modes); perfdiff-api: all
   sources, with launch API records instead of cycle boundary marks (the default before
-  2026-11-22; see perfdiff/collect/boundary_marks.py); perfdiff-trace-nomem: without memcpy
+  2026-11-22; see perfdiff/collect/cycles/boundary_marks.py); perfdiff-trace-nomem: without memcpy
   and memset records; perfdiff-trace-alltraced, perfdiff-alltraced: no untraced cycles.
 
 Second design (``--alternate BLOCKS``): one process per instrumented mode, alternating blocks

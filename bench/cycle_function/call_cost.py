@@ -15,7 +15,7 @@ import time
 import types
 from typing import Any
 
-from perfdiff.collect.anchor_function import AnchorFunction
+from perfdiff.collect.cycles.anchor_function import AnchorFunction
 
 
 def _deco(func: Any) -> Any:
@@ -82,7 +82,7 @@ def optimizer_hook_cost(steps: int = 2000) -> None:
         return
     import torch.optim.optimizer as optimizer_module
 
-    from perfdiff.collect.found_cycles import FoundCycles
+    from perfdiff.collect.cycles.found_cycles import FoundCycles
 
     param = torch.nn.Parameter(torch.zeros(1))
     param.grad = torch.zeros(1)

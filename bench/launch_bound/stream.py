@@ -4,7 +4,7 @@ Two sources of launches, each for ``--seconds``:
 - ``graph``: a CUDA graph of 500 one-element ``add_`` kernels replayed back to back (the GPU
   runs them at its own rate: several hundred thousand kernels/s on an H100);
 - ``loop``: ``x.add_(1)`` from a Python loop (the host's launch rate, ~100,000/s).
-Cycles of 10 ms are marked with ``perfdiff.collect.cycles.CycleLog`` (boundary marks) as a
+Cycles of 10 ms are marked with ``perfdiff.collect.cycles.cycles.CycleLog`` (boundary marks) as a
 built-in workload would. Reported: kernels launched vs kernels in the run file, CUPTI's
 dropped-record count, the longest buffer hand-over (interpreter hold), resident memory of
 the collecting process before / after collection (per million kernels), and the time to build
@@ -70,10 +70,10 @@ def main() -> int:
     import numpy as np
     import torch
 
-    from perfdiff.collect.boundary_marks import TorchBoundaryMarker
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
-    from perfdiff.collect.cycles import CycleLog
-    from perfdiff.collect.handovers import handover_warning
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.handovers import handover_warning
+    from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
+    from perfdiff.collect.cycles.cycles import CycleLog
     from perfdiff.collect.records import StringTable, build_tables
     from perfdiff.schema.io import save_run_file
 
@@ -130,7 +130,7 @@ def main() -> int:
     t0 = time.perf_counter()
     mark_gpu = None
     if marker is not None:
-        from perfdiff.collect.boundary_marks import attach_launch_records, take_marks
+        from perfdiff.collect.cycles.boundary_marks import attach_launch_records, take_marks
 
         ids, gpu_ns = take_marks(raw, marker.stream_ids)
         attach_launch_records(raw, ids, log.mark_ns)

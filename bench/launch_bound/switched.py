@@ -72,13 +72,17 @@ class Switchboard:
     def start(self) -> None:
         from cupti import cupti
 
-        from perfdiff.collect.boundary_marks import TorchBoundaryMarker
-        from perfdiff.collect.cupti_activity import CuptiActivityBackend
-        from perfdiff.collect.cycles import CycleLog
+        from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
+        from perfdiff.collect.cupti.pm_sampling import (
+            DEFAULT_INTERVAL_NS,
+            DEFAULT_METRICS,
+            PmSampler,
+        )
+        from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
+        from perfdiff.collect.cycles.cycles import CycleLog
         from perfdiff.collect.environment import torch_device_info
-        from perfdiff.collect.nvml import load_nvml
-        from perfdiff.collect.nvml_process import NvmlProcessSampler
-        from perfdiff.collect.pm_sampling import DEFAULT_INTERVAL_NS, DEFAULT_METRICS, PmSampler
+        from perfdiff.collect.nvml.nvml_process import NvmlProcessSampler
+        from perfdiff.collect.nvml.sampler import load_nvml
 
         self.cupti = cupti
         self.trace = CuptiActivityBackend(trace_api=False, trace_memory=True)

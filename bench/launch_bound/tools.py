@@ -54,7 +54,7 @@ class Floor(Untraced):
     def __init__(self) -> None:
         from cupti import cupti
 
-        from perfdiff.collect.raw_intake import RawIntake
+        from perfdiff.collect.cupti.raw_intake import RawIntake
 
         class _NoDecode(RawIntake):
             def take(self, array: Any, valid: int) -> int:
@@ -87,19 +87,19 @@ class Composed(Untraced):
     def start(self) -> None:
         from cupti import cupti
 
-        from perfdiff.collect.cycles import CycleLog
+        from perfdiff.collect.cycles.cycles import CycleLog
 
         self.trace = None
         clock: Callable[[], int] = lambda: int(cupti.get_timestamp())  # noqa: E731
         if self.activity:
-            from perfdiff.collect.cupti_activity import CuptiActivityBackend
+            from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
             self.trace = CuptiActivityBackend(trace_api=False, trace_memory=True)
             self.trace.start()
             clock = self.trace.clock_ns
         self.marker = None
         if self.marks:
-            from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+            from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
 
             self.marker = TorchBoundaryMarker(self.torch, 0)
         # as in perfdiff collect: buffers completed in a cycle are decoded once it ends
@@ -109,7 +109,7 @@ class Composed(Untraced):
                             on_cycle_end=(lambda done: between()) if between else None)
         self.samplers: list[Any] = []
         if self.pm:
-            from perfdiff.collect.pm_sampling import (
+            from perfdiff.collect.cupti.pm_sampling import (
                 DEFAULT_INTERVAL_NS,
                 DEFAULT_METRICS,
                 PmSampler,
@@ -119,13 +119,13 @@ class Composed(Untraced):
                                            self.pm_interval_ns or DEFAULT_INTERVAL_NS, 0, clock))
         if self.nvml:
             from perfdiff.collect.environment import torch_device_info
-            from perfdiff.collect.nvml import load_nvml
-            from perfdiff.collect.nvml_process import NvmlDefaultSampler
+            from perfdiff.collect.nvml.nvml_process import NvmlDefaultSampler
+            from perfdiff.collect.nvml.sampler import load_nvml
 
             lib = load_nvml()
             uuid = torch_device_info(self.torch, 0, lib).uuid or None
             if self.nvml_thread:
-                from perfdiff.collect.nvml import NvmlSampler
+                from perfdiff.collect.nvml.sampler import NvmlSampler
 
                 self.samplers.append(NvmlSampler(0, clock, 0.010, nvml=lib, uuid=uuid))
             else:
@@ -142,8 +142,8 @@ class Composed(Untraced):
             self.log.end_cycle()
 
     def stop(self) -> dict[str, Any]:
-        from perfdiff.collect.pm_sampling import coverage_warning
-        from perfdiff.collect.program_marks import launches_from_marks
+        from perfdiff.collect.cupti.pm_sampling import coverage_warning
+        from perfdiff.collect.cycles.program_marks import launches_from_marks
 
         self.torch.cuda.synchronize()
         series = [s for sampler in self.samplers for s in sampler.stop()]

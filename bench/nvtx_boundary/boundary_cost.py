@@ -29,10 +29,10 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from perfdiff.collect.cycles.nvtx_cycles import NvtxCycles
 from perfdiff.collect.inject.child import ChildCollector
 from perfdiff.collect.inject.config import InjectConfig
-from perfdiff.collect.inject.fake_backend import FakeTrace
-from perfdiff.collect.nvtx_cycles import NvtxCycles
+from tests.support.fake_cupti import FAKE_BACKEND, FakeTrace
 
 
 def stand_in_nvtx() -> types.ModuleType:
@@ -63,7 +63,7 @@ def stand_in_nvtx() -> types.ModuleType:
 def run(steps: int, every: int | None, patched: bool) -> dict[str, Any]:
     module = stand_in_nvtx()
     with tempfile.TemporaryDirectory() as folder:
-        config = InjectConfig(shard_dir=folder, backend="fake", cycle_range="step", warmup=5,
+        config = InjectConfig(shard_dir=folder, backend=FAKE_BACKEND, cycle_range="step", warmup=5,
                               untraced_every=every)
         collector = ChildCollector(config, FakeTrace())
         collector.trace.start()

@@ -37,6 +37,8 @@ def compare(normal: str, abnormal: str) -> dict[str, Any]:
         with open(out) as fh:
             c = json.load(fh)["comparison"]
     ct = c["cycle_time"]
+    if ct.get("delta_pct") is None:  # no cycle-time change computed (the report says why)
+        return {"delta_pct": None, "verdict": ct.get("verdict"), "notes": c.get("notes", [])[:4]}
     return {"delta_pct": round(ct["delta_pct"], 2),
             "ci_pct": [round(ct["ci_low_pct"], 2), round(ct["ci_high_pct"], 2)],
             "verdict": ct["verdict"], "notes": c.get("notes", [])[:3]}
@@ -70,7 +72,7 @@ def main() -> None:
             continue
         row = {"pair": f"{x} -> {y}", **compare(fx, fy)}
         same = x.rsplit("-r", 1)[0] == y.rsplit("-r", 1)[0]
-        if not same and band is not None and "delta_pct" in row:
+        if not same and band is not None and row.get("delta_pct") is not None:
             row["in_band"] = band[0] <= row["delta_pct"] <= band[1]
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -66,7 +66,7 @@ def main() -> None:
     import torch
     from cupti import cupti
 
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
     torch.manual_seed(0)
     model = timm.create_model("vit_small_patch16_224", pretrained=False,

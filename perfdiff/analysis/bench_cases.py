@@ -16,7 +16,7 @@ see ``perfdiff.collect.workloads.cases``). Per cycle:
   the first launch's latency that ``gpu_ms`` leaves out (NaN without a lead);
 - ``call_ms``: from the end of the GPU lead to the later of the cycle's last GPU end and the
   GPU start of its end boundary mark (issued when the call returned to Python, see
-  ``perfdiff.collect.cycles``): the window of CUDA events recorded right after the lead and
+  ``perfdiff.collect.cycles.cycles``): the window of CUDA events recorded right after the lead and
   right after the call returns, host work after the call's last GPU operation included
   (NaN without a lead or without the mark's time);
 - ``host_ms``: the cycle's host interval (for a CPU case, its CPU time).

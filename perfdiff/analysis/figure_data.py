@@ -136,7 +136,7 @@ _HANDOVER = re.compile(r"CUPTI handed over an activity buffer during \d+ measure
 
 
 def stalled_cycle_indices(warnings: tuple[str, ...]) -> set[int]:
-    """Cycle indices named by the collector's buffer hand-over warning (collect/handovers.py).
+    """Cycle indices named by the collector's buffer hand-over warning (collect/cupti/handovers.py).
 
     Why from the warning: it is all that files without per-cycle ``hold_ns`` (before schema
     1.3) record of a hand-over; it names the first five cycles only, so later ones go
@@ -154,7 +154,7 @@ def pm_missing(cycles: CycleTable, series: list[MetricSeries]) -> np.ndarray:
     """Per cycle: does a stretch of more than two intervals without PM samples overlap it?
 
     A PM sample ending at t covers [t - interval, t]; the collector's coverage warning counts
-    the same gaps (collect/pm_sampling.py). Several series sampled together share timestamps:
+    the same gaps (collect/cupti/pm_sampling.py). Several series sampled together share timestamps:
     the union is used. Warm-up cycles are never sampled and are not marked.
     """
     starts = np.asarray(cycles.start_ns, dtype=np.int64)

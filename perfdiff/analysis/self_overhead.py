@@ -1,6 +1,6 @@
 """What the collector cost this run, from its own untraced cycles; and its holds per cycle.
 
-Why: the collector leaves some measured cycles untraced (``perfdiff.collect.overhead``; how
+Why: the collector leaves some measured cycles untraced (``perfdiff.collect.cycles.overhead``; how
 many: ``untraced_schedule.py``), so each run file carries cycle times with and without
 tracing, from the same process. Each timed untraced cycle is set against the traced cycles
 next to it (``_pairs``); the overhead is the median of those ratios - 1, with a 95 %
@@ -65,7 +65,7 @@ def _pairs(run_file: RunFile) -> tuple[np.ndarray, np.ndarray, int]:
         is_traced = (flags == 1) & measured
         traced_total += int(is_traced.sum())
         traced_at = np.flatnonzero(is_traced)
-        # runs of two (collect/overhead.py): only the timed one of each run, not its lead-in
+        # runs of two (collect/cycles/overhead.py): only the timed one of each run, not its lead-in
         timed = timed_untraced(c)[order]
         for i in np.flatnonzero(timed if timed.any() else flags == 0).tolist():
             cut = int(np.searchsorted(traced_at, i))
@@ -183,7 +183,7 @@ def _why_chosen(schedule: dict[str, object], cost: float) -> str:
 
 def _schedule_note(run_file: RunFile, source: str) -> list[str]:
     """How many cycles were traced and why (``untraced_schedule`` in the workload params,
-    written by ``collect/untraced_schedule.py``): the share, what a traced cycle cost against
+    written by ``collect/cycles/untraced_schedule.py``): the share, what a traced cycle cost against
     an untraced one while the program ran, and the whole-run cost they add up to against the
     target; for several runs (ranks, ``--runs``), their ranges. Why: the overhead figure is
     per traced cycle; what the user's program paid over the whole run is that figure times

@@ -8,7 +8,7 @@ kernels, so they keep the traced cycles; the cycle-time change and its verdict u
 untraced ones when both sides have enough of them.
 
 Which untraced cycles are timed: the collector leaves them in runs of two
-(``perfdiff.collect.overhead``); the first of a run follows a traced cycle, whose slower
+(``perfdiff.collect.cycles.overhead``); the first of a run follows a traced cycle, whose slower
 launches let the GPU run ahead, so it waits less than the program would (timm fp32: 40 ms
 against 57 ms bare). An untraced cycle counts only when the cycle before it (by index, in the
 same run) was untraced too. Run files written before the runs of two have single untraced

@@ -21,6 +21,7 @@ from perfdiff.collect.settings import (
     DEFAULT_COST_TARGET,
     DEFAULT_CYCLES,
     DEFAULT_NVML_INTERVAL_MS,
+    DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS,
     DEFAULT_SAMPLE_INTERVAL_NS,
     DEFAULT_UNTRACED_EVERY,
     DEFAULT_WARMUP,
@@ -155,6 +156,9 @@ class _Progress:
             self._progress.stop()
 
 
+_INTERVAL_HELP = (f"PM sampling interval (ns of GPU time); default "
+                  f"{DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS} for your program, "
+                  f"{DEFAULT_SAMPLE_INTERVAL_NS} for a built-in workload.")
 _WORKLOAD_HELP = "Built-in workload: gpt-infer, train-step, ... (--list shows all)."
 _OutputOpt = typer.Option("--output", "-o", readable=False,
                           help="Run file to write (.json or .json.gz).")
@@ -210,8 +214,7 @@ def collect(
     param: Annotated[list[str] | None, _ParamOpt] = None,
     metric: Annotated[list[str] | None, _MetricOpt] = None,
     only_metrics: Annotated[bool, _OnlyOpt] = False,
-    sample_interval_ns: Annotated[int, typer.Option(help="PM sampling interval (ns of GPU time).")]
-    = DEFAULT_SAMPLE_INTERVAL_NS,
+    sample_interval_ns: Annotated[int | None, typer.Option(help=_INTERVAL_HELP)] = None,
     nvml_interval_ms: Annotated[float, typer.Option(help="NVML polling interval in ms.")]
     = DEFAULT_NVML_INTERVAL_MS,
     no_pm: Annotated[bool, typer.Option("--no-pm", help="Do not PM-sample.")] = False,
@@ -236,7 +239,7 @@ def collect(
     """Record a workload's kernels, PM-sampled utilisation and NVML readings into a run file."""
     from perfdiff.cli.saving import save_recording
     from perfdiff.collect.contend import Contender
-    from perfdiff.collect.pm_sampling import DEFAULT_METRICS
+    from perfdiff.collect.cupti.pm_sampling import DEFAULT_METRICS
     from perfdiff.collect.session import CollectSettings, run_collection
     from perfdiff.collect.sources import open_sources, remove_spool_dir
     from perfdiff.collect.workloads import get_workload_class
@@ -284,10 +287,13 @@ def collect(
     extra = list(metric or [])
     metrics = tuple(extra) if only_metrics else tuple(dict.fromkeys((*DEFAULT_METRICS, *extra)))
     settings = CollectSettings(
-        metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=not no_pm,
+        metrics=metrics, pm_sampling=not no_pm,
         nvml=not no_nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=not no_memory,
         device_index=device, trace_api=api_records, untraced_every=untraced_every,
         cost_target=cost_target,
+        # None: the built-in launcher's own default (settings.DEFAULT_SAMPLE_INTERVAL_NS)
+        sample_interval_ns=(CollectSettings.sample_interval_ns if sample_interval_ns is None
+                            else sample_interval_ns),
     )
     opened = open_sources(settings)
     try:

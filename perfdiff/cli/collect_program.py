@@ -18,17 +18,15 @@ from pathlib import Path
 
 import typer
 
+from perfdiff.collect.inject.config import CUPTI_BACKEND
 from perfdiff.collect.settings import DEFAULT_COST_TARGET, DEFAULT_UNTRACED_EVERY
 from perfdiff.collect.workloads.base import WorkloadParamError
 from perfdiff.errors import CollectorUnavailableError
 from perfdiff.schema.model import RunFile
 
-# "fake" in CPU tests, default "cupti". Kept (issue 28 item 5) because CPU tests run
-# `perfdiff collect -- CMD` end to end in a subprocess, where nothing can be injected:
-# tests/collect/test_user_program.py, test_found_cycles.py, test_found_untraced.py,
-# test_overhead.py, test_collect_output.py, test_settings.py and tests/cli/test_collect_shards.py.
-# No GPU script or GPU test sets it.
-BACKEND_ENV = "PERFDIFF_COLLECT_BACKEND"
+# The children's trace backend (MODULE:FUNCTION, see inject/config.py): CUPTI's. Read at each
+# call, so that CPU tests replace it (tests/support/fake_cupti.py) without a user-visible switch.
+TRACE_BACKEND = CUPTI_BACKEND
 
 
 def collect_program(
@@ -41,7 +39,7 @@ def collect_program(
     warmup: int,
     cycle_function: str | None = None,
     metrics: tuple[str, ...],
-    sample_interval_ns: int,
+    sample_interval_ns: int | None,
     pm_sampling: bool,
     nvml: bool,
     nvml_interval_ms: float,
@@ -74,21 +72,24 @@ def collect_program(
     if len(given) > 1:
         raise WorkloadParamError(f"give one way to cut cycles, not {' and '.join(given)}")
     if cycle_function:
-        from perfdiff.collect.anchor_function import parse_spec
+        from perfdiff.collect.cycles.anchor_function import parse_spec
 
         try:
             parse_spec(cycle_function)
         except ValueError as exc:
             raise WorkloadParamError(str(exc)) from None
-    backend = os.environ.get(BACKEND_ENV, "cupti")
+    backend = TRACE_BACKEND
     config = InjectConfig(
         shard_dir="", cycle_range=cycle_range or None, cycle_ms=cycle_ms,
         cycle_function=cycle_function or None, warmup=warmup,
-        metrics=metrics, sample_interval_ns=sample_interval_ns, pm_sampling=pm_sampling,
+        metrics=metrics, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
         untraced_every=untraced_every, cost_target=cost_target,
+        # None: the program launcher's own default (settings.DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS)
+        sample_interval_ns=(InjectConfig.sample_interval_ns if sample_interval_ns is None
+                            else sample_interval_ns),
     )
-    if backend == "cupti" and importlib.util.find_spec("cupti") is None:
+    if backend == CUPTI_BACKEND and importlib.util.find_spec("cupti") is None:
         raise CollectorUnavailableError(
             "cannot collect: cupti-python is not installed; install it with: "
             "pip install 'perfdiff[collect]' (cupti-python>=13.4)"
@@ -147,4 +148,4 @@ def program_summary(run_file: RunFile, path: Path) -> str:
     )
 
 
-__all__ = ["BACKEND_ENV", "collect_program", "program_summary"]
+__all__ = ["TRACE_BACKEND", "collect_program", "program_summary"]

@@ -39,7 +39,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Literal
 
-from perfdiff.collect.boundary_marks import cupti_stream_ids
+from perfdiff.collect.cycles.boundary_marks import cupti_stream_ids
 from perfdiff.errors import CollectorUnavailableError
 
 PERIOD_MS = 50.0

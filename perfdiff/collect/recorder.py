@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfdiff.collect.backends import BoundaryMarker, MetricSampler, TraceBackend
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.overhead import UntracedCycles
-from perfdiff.collect.program_marks import launches_from_marks
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.overhead import UntracedCycles
+from perfdiff.collect.cycles.program_marks import launches_from_marks
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.run_file_builder import Recording, RunIdentity, build_run_file
 from perfdiff.collect.sampler_life import (
@@ -79,6 +79,7 @@ class Recorder:
         after_cycle: Callable[[int], None] | None = None,
         on_sampler_start: Callable[[], None] | None = None,
         no_gpu_why: str = "",
+        no_cycle_why: str = "",
     ) -> None:
         """``samplers``/``marker``: opened by the launcher (a built-in workload's GPU is known
         before it runs); ``find_gpu``: asked before each cycle until it answers, then the core
@@ -87,7 +88,9 @@ class Recorder:
         after each completed cycle (before the intake's decode); ``on_sampler_start``: called
         after each sampler started (the child re-registers its exit hook then);
         ``no_gpu_why``: why ``find_gpu`` may never answer, said at stop where it did not
-        and PM sampling or NVML was asked for."""
+        and PM sampling or NVML was asked for; ``no_cycle_why``: said instead where no cycle
+        began while the program ran, so ``find_gpu`` was never asked (a GPT-2 ``generate``
+        program whose cycles were found after the run was told it never initialised CUDA)."""
         self.settings = settings
         self.trace = trace
         self.warnings: list[str] = list(warnings)
@@ -105,6 +108,8 @@ class Recorder:
         self._after_cycle = after_cycle
         self._on_sampler_start = on_sampler_start
         self._no_gpu_why = no_gpu_why
+        self._no_cycle_why = no_cycle_why
+        self._gpu_asked = False  # whether a cycle start asked find_gpu (start_samplers)
         self.log = CycleLog(clock_ns=trace.clock_ns, on_cycle_begin=self._before_cycle,
                             on_cycle_end=self._cycle_ended)
         if marker is not None:
@@ -151,6 +156,7 @@ class Recorder:
             return
         try:
             if self._find_gpu is not None and self._gpu is None:
+                self._gpu_asked = True
                 gpu = self._find_gpu()
                 if gpu is None:
                     return  # not yet: asked again before the next cycle
@@ -214,8 +220,10 @@ class Recorder:
         wanted = " and ".join(name for name, on in (("PM sampling", cfg.pm_wanted),
                                                    ("NVML", cfg.nvml)) if on)
         if self._find_gpu is not None and self._gpu is None and not self._sampling_failed:
+            why = (self._no_cycle_why if self._no_cycle_why and not self._gpu_asked
+                   else self._no_gpu_why)
             if wanted:
-                self.warnings.append(f"{wanted} did not run: {self._no_gpu_why}")
+                self.warnings.append(f"{wanted} did not run: {why}")
         elif self._open_pm or self._waiting_pm:
             self.warnings.append(
                 "PM sampling did not run: it starts at the first measured cycle and the "

@@ -14,8 +14,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from perfdiff.collect.columns import TRANSFER_KINDS, TraceColumns, concat, from_records
-from perfdiff.collect.cycles import assign_cycles, launch_times
-from perfdiff.collect.demangle import demangle
+from perfdiff.collect.cupti.demangle import demangle
+from perfdiff.collect.cycles.cycles import assign_cycles, launch_times
 from perfdiff.schema.model import CycleTable, KernelName, KernelTable, TransferTable
 
 

@@ -19,12 +19,12 @@ from typing import Any
 import numpy as np
 
 from perfdiff import __version__
-from perfdiff.collect.demangle import demangler_available
-from perfdiff.collect.handovers import handover_warning
-from perfdiff.collect.overhead import UntracedCycles, intake_params, with_hold
-from perfdiff.collect.pm_sampling import pm_coverage_warnings
+from perfdiff.collect.cupti.demangle import demangler_available
+from perfdiff.collect.cupti.handovers import handover_warning
+from perfdiff.collect.cupti.pm_sampling import pm_coverage_warnings
+from perfdiff.collect.cupti.stream_overlap import clip_early_starts, drop_overlapping
+from perfdiff.collect.cycles.overhead import UntracedCycles, intake_params, with_hold
 from perfdiff.collect.records import RawTrace, StringTable, build_tables, unfinished_warning
-from perfdiff.collect.stream_overlap import drop_overlapping
 from perfdiff.schema.model import (
     Collection,
     CycleTable,
@@ -85,6 +85,9 @@ def build_run_file(
         _drop_neighbour_kernels(raw, exclude_streams, warnings)
     strings = StringTable()
     tables = build_tables(raw, cycles, strings)
+    tables, early = clip_early_starts(tables)
+    if early is not None:
+        warnings.append(early)
     tables, cycles, overlap = drop_overlapping(tables, cycles)
     if overlap is not None:
         warnings.append(overlap)

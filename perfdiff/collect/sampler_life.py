@@ -36,7 +36,7 @@ def open_pm_sampler(settings: RecordSettings, device_index: int, clock_ns: Clock
     start, long before it may touch CUPTI."""
     if not settings.pm_wanted:
         return None
-    from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
+    from perfdiff.collect.cupti.pm_sampling import PmSampler, PmSamplingUnavailable
 
     try:
         pm = PmSampler(settings.metrics, settings.sample_interval_ns, device_index, clock_ns)
@@ -53,8 +53,8 @@ def open_nvml_sampler(settings: RecordSettings, device_index: int, clock_ns: Clo
     """NVML polling of ``device_index`` (the GPU whose ``uuid`` is given), or None and why."""
     if not settings.nvml:
         return None
-    from perfdiff.collect.nvml import NvmlUnavailable
-    from perfdiff.collect.nvml_process import NvmlDefaultSampler
+    from perfdiff.collect.nvml.nvml_process import NvmlDefaultSampler
+    from perfdiff.collect.nvml.sampler import NvmlUnavailable
 
     try:
         return NvmlDefaultSampler(device_index, clock_ns, settings.nvml_interval_ms / 1000.0,

@@ -24,12 +24,20 @@ from perfdiff.ranges import Limit
 TENSOR_METRIC = "sm__pipe_tensor_cycles_active_realtime.avg.pct_of_peak_sustained_elapsed"
 DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 DEFAULT_METRICS: tuple[str, ...] = (TENSOR_METRIC, DRAM_METRIC)
-# 5 us overflowed the PM sampler's hardware buffer on the H200 (perfdiff.collect.pm_sampling).
-# 20 us: the host decodes a sample (17-24 us, H200) about as fast as the GPU makes one, so a
-# user program with more than ~3 s of sampling can lose stretches (the coverage warning says
-# so); 40 us kept up (100 %) but diluted 10-40 us kernels' values (gpt-infer elementwise tensor
-# median 6.3 % > 5 %, tests/gpu/test_collect_gpu.py): issue 28, bench/README.md, 2026-11-28
+# PM sampling interval, one default per launcher. Built-in workloads: 20 us. Their cycles are a
+# few seconds of sampling in all, decoded after the run, and 40 us diluted their 10-40 us
+# kernels' values (gpt-infer elementwise tensor median 6.3 % > 5 %, tests/gpu/test_collect_gpu.py).
+# 5 us overflowed the PM hardware buffer on the H200 (perfdiff.collect.cupti.pm_sampling).
 DEFAULT_SAMPLE_INTERVAL_NS = 20_000
+# User programs: 40 us. Why: a program runs as long as it likes, and the hardware buffer
+# (~3 s at 20 us) can only be emptied by CUPTI's DecodeData while the program runs, which
+# costs the host 16.5-25.6 us per sample with the two default metrics (15.5 us tensor alone;
+# H200, stopped collectors under a GPT-2 generate load, bench/record_truth/pm_drain_probe.py,
+# issue 28, 2026-11-28). At 20 us the drain falls behind and loses stretches (GPT-2 generate
+# 51.6 / 71.4 % of traced cycles, HF Trainer 93.7-96.9 %, DDP fp32 91.7-98.2 %); at 40 us it
+# kept up (100 % on GPT-2 generate and a 6 s dense probe). The metric evaluation (26-38 us a
+# sample) already runs after the program, off the drain, so moving it would not help.
+DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS = 40_000
 DEFAULT_NVML_INTERVAL_MS = 10.0
 DEFAULT_CYCLES = 30  # measured cycles per case of a built-in workload
 # warm-up cycles first (flagged, not analysed): the CLI, CyclePlan and InjectConfig all had
@@ -39,7 +47,6 @@ DEFAULT_WARMUP = 5
 # N >= 2: the last two of every N measured cycles, whatever they cost; 0: none
 DEFAULT_UNTRACED_EVERY: int | None = None
 DEFAULT_COST_TARGET = 1.10  # whole-run cost, recorded / bare (issue 28)
-BACKENDS = ("cupti", "fake")
 
 # `perfdiff collect`'s numeric options and their usable ranges, checked on the raw command
 # line (perfdiff.cli.option_limits) and by every settings object below. Generous on purpose:
@@ -99,9 +106,10 @@ def check_program(*, warmup: int, cycle_ms: float | None, backend: str) -> None:
     _check_range("warmup", warmup, DEFAULT_WARMUP)
     if cycle_ms is not None:
         _check_range("cycle_ms", cycle_ms)
-    if backend not in BACKENDS:
-        raise SettingsError(f"collector backend {backend!r} is unknown (known: "
-                            f"{', '.join(BACKENDS)})")
+    module, _, attribute = backend.partition(":")
+    if not module or not attribute.isidentifier():
+        raise SettingsError(f"collector backend {backend!r} is not MODULE:FUNCTION (the "
+                            "default is perfdiff.collect.inject.child:open_cupti_trace)")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,6 +141,15 @@ class RecordSettings:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProgramRecordSettings(RecordSettings):
+    """What a user program's recording samples: :class:`RecordSettings` with the program
+    launcher's own PM interval (DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS says why it differs).
+    Declared here so that every sampler setting and default stays in this one module."""
+
+    sample_interval_ns: int = DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS
+
+
+@dataclass(frozen=True, kw_only=True)
 class CollectSettings(RecordSettings):
     """A built-in workload's recording, in this process."""
 
@@ -149,8 +166,10 @@ class CollectSettings(RecordSettings):
         _check_range("device_index", self.device_index)
 
 
-__all__ = ["BACKENDS", "COLLECT_LIMITS", "DEFAULT_COST_TARGET", "DEFAULT_CYCLES",
+__all__ = ["COLLECT_LIMITS", "DEFAULT_COST_TARGET", "DEFAULT_CYCLES",
            "DEFAULT_METRICS",
-           "DEFAULT_NVML_INTERVAL_MS", "DEFAULT_SAMPLE_INTERVAL_NS", "DEFAULT_UNTRACED_EVERY",
-           "DEFAULT_WARMUP", "DRAM_METRIC", "TENSOR_METRIC", "CollectSettings", "RecordSettings",
+           "DEFAULT_NVML_INTERVAL_MS", "DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS",
+           "DEFAULT_SAMPLE_INTERVAL_NS", "DEFAULT_UNTRACED_EVERY",
+           "DEFAULT_WARMUP", "DRAM_METRIC", "TENSOR_METRIC", "CollectSettings",
+           "ProgramRecordSettings", "RecordSettings",
            "SettingsError", "check_program", "check_recording"]

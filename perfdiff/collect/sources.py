@@ -53,7 +53,7 @@ def check_prerequisites() -> Any:
     try:
         import cupti.cupti  # noqa: F401
     except ImportError as exc:
-        from perfdiff.collect.cupti_activity import INSTALL_HINT
+        from perfdiff.collect.cupti.cupti_activity import INSTALL_HINT
 
         missing.append(f"cupti-python is not importable ({exc}); {INSTALL_HINT}")
     if missing:
@@ -107,7 +107,7 @@ def open_trace(settings: RecordSettings, *, launch_records: bool,
     ``spool_dir`` (``spool.py``: none decoded while the program runs). ``launch_records``:
     record launch API calls, where cycles have no boundary marks to go by
     (``program_marks.py``)."""
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
     return CuptiActivityBackend(trace_memory=settings.trace_memory, trace_api=launch_records,
                                 spool_dir=spool_dir)
@@ -117,7 +117,7 @@ def open_marker(torch: Any, device_index: int, warnings: list[str], *,
                 instead: str) -> BoundaryMarker | None:
     """The cycle-boundary marker on ``device_index``, or None and a warning ending with what
     the recording does ``instead``."""
-    from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+    from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
 
     try:
         marker: BoundaryMarker = TorchBoundaryMarker(torch, device_index)
@@ -131,7 +131,7 @@ def open_marker(torch: Any, device_index: int, warnings: list[str], *,
 def nvml_library(wanted: bool, warnings: list[str]) -> Any:
     """The NVML bindings, or None (a warning where NVML polling is ``wanted``; the run file's
     environment reads clocks from it either way)."""
-    from perfdiff.collect.nvml import NvmlUnavailable, load_nvml
+    from perfdiff.collect.nvml.sampler import NvmlUnavailable, load_nvml
 
     try:
         return load_nvml()

@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from perfdiff.collect.cupti.spool import SPOOL_SUFFIX, SpoolError, spool_summary
 from perfdiff.collect.inject.child import program_name, program_params
 from perfdiff.collect.inject.config import SHARD_GLOB, InjectConfig, child_environment
 from perfdiff.collect.merge import merge_run_files
 from perfdiff.collect.run_file_builder import RunIdentity, build_run_file, empty_recording
-from perfdiff.collect.spool import SPOOL_SUFFIX, SpoolError, spool_summary
 from perfdiff.errors import InputError, UsageError
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import Environment, RunFile, Status, Workload

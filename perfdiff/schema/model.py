@@ -92,7 +92,7 @@ class CycleTable:
     """Cycles (iterations) of one run; ``warmup`` cycles are excluded from statistics.
 
     ``mark_start_ns`` / ``mark_end_ns`` (schema 1.1, optional): GPU start time of the cycle's
-    boundary marks (``perfdiff.collect.boundary_marks``), -1 where unknown; None (absent from
+    boundary marks (``perfdiff.collect.cycles.boundary_marks``), -1 where unknown; None (absent from
     the file) when the run had no marks (API-records mode, user programs, files before 1.1).
     Why kept: the end mark is issued when the timed call has returned to Python, the moment a
     CUDA end event would be recorded, so ``perfdiff bench --measure call`` can measure the
@@ -107,10 +107,11 @@ class CycleTable:
     as call time.
 
     ``traced`` (schema 1.3, optional): 1 for a cycle recorded with activity tracing on, 0 for
-    one the collector left untraced to measure its own overhead (``perfdiff.collect.overhead``;
-    such cycles are also flagged ``warmup``, so no kernel statistic sees them); None: every
-    cycle traced. ``hold_ns`` (1.3, optional): how long the collector held the Python
-    interpreter inside the cycle (taking in CUPTI buffers), 0 where it did not.
+    one the collector left untraced to measure its own overhead
+    (``perfdiff.collect.cycles.overhead``; such cycles are also flagged ``warmup``, so no
+    kernel statistic sees them); None: every cycle traced. ``hold_ns`` (1.3, optional): how
+    long the collector held the Python interpreter inside the cycle (taking in CUPTI
+    buffers), 0 where it did not.
     """
 
     index: IntArray

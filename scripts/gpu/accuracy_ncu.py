@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from perfdiff.analysis.kernel_metrics import kernel_metric_means
-from perfdiff.collect.pm_sampling import DRAM_METRIC, TENSOR_METRIC
+from perfdiff.collect.cupti.pm_sampling import DRAM_METRIC, TENSOR_METRIC
 from perfdiff.schema.io import load_run_file
 
 NCU_METRICS = {

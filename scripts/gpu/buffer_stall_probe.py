@@ -25,7 +25,7 @@ from typing import Any
 
 
 def main() -> int:
-    from perfdiff.collect import cupti_activity as ca
+    from perfdiff.collect.cupti import cupti_activity as ca
 
     buffer_mb, prefix = int(sys.argv[1]), sys.argv[2]
     cycles = sys.argv[3] if len(sys.argv) > 3 and sys.argv[3].isdigit() else "30"

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from perfdiff.analysis.kernel_metrics import interval_means, metric_segments
-from perfdiff.collect.cupti_activity import CuptiActivityBackend
-from perfdiff.collect.pm_sampling import DEFAULT_METRICS, TENSOR_METRIC, PmSampler
+from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
+from perfdiff.collect.cupti.pm_sampling import DEFAULT_METRICS, TENSOR_METRIC, PmSampler
 
 
 def main() -> None:

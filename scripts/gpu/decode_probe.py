@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from perfdiff.collect.decode import decode_buffer, layout_for, walk
+from perfdiff.collect.cupti.decode import decode_buffer, layout_for, walk
 
 LAYOUT = layout_for(130401)
 

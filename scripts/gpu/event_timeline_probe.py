@@ -103,7 +103,7 @@ class _UntracedMarker:
 
 
 def run_cycles(torch: Any, cupti: Any, cycles: int, traced: bool) -> list[dict[str, Any]]:
-    from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+    from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
     from perfdiff.collect.kernels.lead import GpuLead
 
     torch.backends.cuda.preferred_linalg_library("cusolver")

@@ -57,7 +57,7 @@ def main() -> None:
     import torch
     from cupti import cupti
 
-    from perfdiff.collect import pm_sampling as pm
+    from perfdiff.collect.cupti import pm_sampling as pm
     from perfdiff.collect.settings import DEFAULT_METRICS
 
     def clock() -> int:
@@ -83,8 +83,8 @@ def main() -> None:
                      "drainer": d[8]} for d in sampler.decode_log]
     out["pm"] = r
     try:
-        from perfdiff.collect.nvml import load_nvml
-        from perfdiff.collect.nvml_process import NvmlDefaultSampler
+        from perfdiff.collect.nvml.nvml_process import NvmlDefaultSampler
+        from perfdiff.collect.nvml.sampler import load_nvml
 
         nv = NvmlDefaultSampler(0, clock, 0.01, nvml=load_nvml(), uuid=None)
         nv.start()

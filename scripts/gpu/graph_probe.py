@@ -50,7 +50,7 @@ def main() -> None:
     import torch
     from torch import nn
 
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
     backend = CuptiActivityBackend(trace_memory=False, trace_api=False,
                                    raw_intake=a.intake == "raw")

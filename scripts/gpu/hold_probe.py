@@ -33,7 +33,7 @@ _KEEP: list[Any] = []  # every backend stays alive: CUPTI holds its ctypes callb
 def phase(name: str, seconds: float, torch: Any, x: Any) -> dict[str, Any]:
     import numpy as np
 
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
     backend = None
     if name != "none":

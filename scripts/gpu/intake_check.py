@@ -40,7 +40,7 @@ def dtype_for(cupti: Any, type_name: str) -> Any:
 
 def learn_types(torch: Any) -> dict[int, str]:
     """Which cupti-python record class the object path uses for each kind (a short run)."""
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
     types: dict[int, str] = {}
 
@@ -63,8 +63,8 @@ def capturing_backend(spool: bool = True) -> Any:
     hand-over and decoded at stop, so the bytes kept are those read back from the file."""
     import tempfile
 
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
-    from perfdiff.collect.raw_intake import RawIntake
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.raw_intake import RawIntake
 
     backend = CuptiActivityBackend(
         trace_api=True, trace_memory=True,
@@ -149,8 +149,8 @@ def columns_as_tuples(cols: Any) -> dict[str, list[Any]]:
 def check(save: Path | None, spool: bool = True) -> dict[str, Any]:
     import torch
 
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
-    from perfdiff.collect.raw_intake import cupti_api_version
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.raw_intake import cupti_api_version
 
     torch.cuda.init()
     types = learn_types(torch)

@@ -4,7 +4,7 @@
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
 #   steps: install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
 #          overhead timmlong gil stream timmvar gpt2holds gpuall costprobe bisect pmsweep gpt2pm
-#          compare packsmall
+#          compare packsmall drainprobe overlapdump pmcheck graphmeans
 #          pack (COLLECT_OPTS: extra collect options)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
 #   traces.tar and rest.tar, then $W removed)
@@ -19,6 +19,9 @@ export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 LOG="$OUT/issue28.log"
 PD=("$PY" -c "from perfdiff.cli.app import main; main()")
+# perfdiff collect with the children tracing through the CPU stand-in (tests/support/fake_cupti.py;
+# the children import it, so the repository root goes first on PYTHONPATH where it is used)
+PD_FAKE=("$PY" -c "from tests.support.fake_cupti import perfdiff_main; perfdiff_main()")
 RT=bench/record_truth
 say() { echo "== $(date -u +%H:%M:%S) $*" | tee -a "$LOG"; }
 run() { say "\$ $*"; "$@" 2>&1 | tee -a "$LOG"; return "${PIPESTATUS[0]}"; }
@@ -31,6 +34,12 @@ prog() {  # prog NAME -> the program's argv
     timm-fp32) echo "$RT/timm_train.py --precision fp32 --steps ${TIMM_STEPS:-40}" ;;
     graph-bf16) echo "$RT/cuda_graph_mlp.py --dtype bf16 --steps ${GRAPH_STEPS:-80}" ;;
     graph-fp32) echo "$RT/cuda_graph_mlp.py --dtype fp32 --steps ${GRAPH_STEPS:-80}" ;;
+    cnn-amp) echo "$RT/cnn_train.py --precision amp --steps ${CNN_STEPS:-40}" ;;
+    cnn-fp32) echo "$RT/cnn_train.py --precision fp32 --steps ${CNN_STEPS:-40}" ;;
+    trainer-off) echo "$RT/trainer_train.py --steps ${TRAINER_STEPS:-40}" ;;
+    trainer-on) echo "$RT/trainer_train.py --gc --steps ${TRAINER_STEPS:-40}" ;;
+    gpt2-sdpa) echo "$RT/gpt2_generate.py --attn sdpa --steps ${GPT2_STEPS:-30}" ;;
+    gpt2-eager) echo "$RT/gpt2_generate.py --attn eager --steps ${GPT2_STEPS:-30}" ;;
   esac
 }
 opts() {  # COLLECT_OPTS: extra collect options for every recorded process (e.g. --no-pm)
@@ -164,6 +173,43 @@ probed() {  # probed CMD...: the command with probe_site on PYTHONPATH (a PROBE 
   PYTHONPATH="$PROBE_SITE${PYTHONPATH:+:$PYTHONPATH}" "$@"
 }
 
+step_drainprobe() {  # item 3: where the PM drain's time per sample goes (GPT-2 generate load)
+  run timeout "${DRAIN_S:-120}" "$PY" $RT/pm_drain_probe.py --seconds "${DRAIN_SECONDS:-0.5}" \
+    | tee "$W/pmdrain.log" >/dev/null
+}
+
+step_overlapdump() {  # same-stream overlaps: dump them, as committed and with a plain flush
+  local v  # at the untraced switch-off (patches/pause_flush0.patch: activity_flush_all(0))
+  for v in forced plain; do
+    [ "$v" = plain ] && { git apply $RT/patches/pause_flush0.patch || return 1; }
+    git apply $RT/patches/dump_overlaps.patch || return 1
+    OVERLAP_DUMP="$W/overlap-cnn-$v" recorded cnn-amp "$W/rounds/cnnO$v-r1.json.gz" >/dev/null
+    OVERLAP_DUMP="$W/overlap-graph-$v" recorded graph-bf16 "$W/rounds/graphO$v-r1.json.gz" >/dev/null
+    git apply -R $RT/patches/dump_overlaps.patch
+    [ "$v" = plain ] && git apply -R $RT/patches/pause_flush0.patch
+  done
+  ls "$W" | grep overlap | tee -a "$LOG"
+}
+
+step_pmcheck() {  # item 3 with the launchers' own PM defaults: programs, built-ins, Triton
+  recorded timm-bf16 "$W/rounds/timmP-r1.json.gz" >/dev/null
+  GPT2_STEPS=${GPT2_STEPS:-20} recorded gpt2-sdpa "$W/rounds/gpt2P-r1.json.gz" >/dev/null
+  run timeout 150 "${PD[@]}" collect gpt-infer -q -o "$W/rounds/builtinG-r1.json.gz" >/dev/null
+  run timeout 150 "${PD[@]}" collect rmsnorm -q -p impls=triton -p dtypes=bfloat16 -p seq=512 \
+    -p hidden=1024,4096 -o "$W/rounds/builtinT-r1.json.gz" >/dev/null
+  run "$PY" $RT/pm_coverage.py "$W"/rounds/timmP-r1.json.gz "$W"/rounds/gpt2P-r1.json.gz \
+    "$W"/rounds/builtin*.json.gz --json "$W/pm_coverage_check.json" | tee "$W/pm_coverage_check.log"
+}
+
+step_graphmeans() {  # (f) torch.profiler traces and per-kernel means beside round 1
+  local d
+  for d in bf16 fp32; do
+    run timeout 120 "$PY" $RT/cuda_graph_mlp.py --dtype $d --steps 13 --trace "$W/traces/graph-$d.pt.trace.json.gz" >/dev/null
+    run "$PY" $RT/kernel_means.py "$W/rounds/graph-$d-r1.json.gz" "$W/traces/graph-$d.pt.trace.json.gz" \
+      --json "$W/kernel_means-$d.json" | tail -30
+  done
+}
+
 step_costprobe() {  # item 1: CUPTI states switched inside one timm bf16 process
   run timeout 150 "$PY" $RT/cost_probe.py --rounds "${COST_ROUNDS:-4}" | tee "$W/costprobe.log" >/dev/null
 }
@@ -172,7 +218,7 @@ bisect_one() {  # bisect_one CFG ROUND: timm bf16 bare or recorded as CFG, probe
   local cfg=$1 r=$2 f="$W/rounds/timm$1-r$2"
   case $cfg in
     B) run probed timeout 120 "$PY" $(prog timm-bf16) | tee "$W/rounds/timmD-r$r-bare.log" >/dev/null ;;
-    F) PERFDIFF_COLLECT_BACKEND=fake run probed timeout 150 "${PD[@]}" collect --no-pm --no-nvml \
+    F) PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" run probed timeout 150 "${PD_FAKE[@]}" collect --no-pm --no-nvml \
          -o "$f.json.gz" -- "$PY" $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null ;;
     Q) run probed timeout 180 "${PD[@]}" collect --no-pm --no-nvml -o "$f.json.gz" -- "$PY" \
          $(prog timm-bf16) | tee "$f.json.gz.log" >/dev/null ;;
@@ -226,7 +272,7 @@ step_compare() {  # A -> B per round and A vs A against the bare change (PAIRS="
 step_packsmall() {  # logs and summaries in one tar, run files in one tar per program family
   (cd "$W" && tar cf "$OUT/logs.tar" --exclude='*.json.gz' .)
   local fam
-  for fam in timm graph gpt2 ddp; do
+  for fam in timm graph gpt2 ddp cnn trainer builtin; do
     ls "$W/rounds/$fam"*.json.gz >/dev/null 2>&1 || continue
     (cd "$W/rounds" && tar cf "$OUT/runs-$fam.tar" "$fam"*.json.gz)
   done

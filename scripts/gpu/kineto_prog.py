@@ -361,7 +361,7 @@ def both(step: Callable[[], None], torch: Any, args: argparse.Namespace) -> int:
     """
     from cupti import cupti
 
-    from perfdiff.collect.nvml_process import NvmlDefaultSampler
+    from perfdiff.collect.nvml.nvml_process import NvmlDefaultSampler
 
     params = InProcessParams(model=args.model, variant=args.variant, settle_s=args.settle_s,
                              settle_steps=args.settle_steps, gap_ms=args.gap_ms,
@@ -401,7 +401,7 @@ def cupti_on_early(torch: Any) -> Callable[[], None]:
     """
     from cupti import cupti
 
-    from perfdiff.collect.raw_intake import RawIntake
+    from perfdiff.collect.cupti.raw_intake import RawIntake
 
     torch.cuda.init()
     intake = RawIntake.for_cupti(cupti, lambda: int(cupti.get_timestamp()))

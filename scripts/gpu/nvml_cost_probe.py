@@ -14,7 +14,7 @@ import argparse
 import json
 import time
 
-from perfdiff.collect.nvml import _quantities, device_handle, load_nvml
+from perfdiff.collect.nvml.sampler import _quantities, device_handle, load_nvml
 
 
 def main() -> int:

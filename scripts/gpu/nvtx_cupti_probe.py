@@ -1,7 +1,8 @@
 """Does CUPTI itself record NVTX ranges as MARKER activity records? (see docs/howto)
 
 Why a probe: gpu-notes recorded that a first try saw no MARKER records even with
-NVTX_INJECTION64_PATH set; perfdiff captures NVTX in-process instead (collect/nvtx_cycles.py).
+NVTX_INJECTION64_PATH set; perfdiff captures NVTX in-process instead
+(collect/cycles/nvtx_cycles.py).
 This runs three children and prints, for each: which libcupti files are mapped, whether the
 nvtx package's default domain is its no-op "dummy" domain, and how many MARKER records CUPTI
 delivered. Variants: no injection variable; the variable naming the libcupti that

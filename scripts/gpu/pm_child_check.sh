@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # PM sampling in user programs, on the 2-GPU machine: the fix for the child's SIGSEGV at exit
 # (PM sampling stopped after the interpreter's weakref exit hook had freed it; see
-# perfdiff/collect/pm_sampling.py, "Teardown"). Unlike scripts/gpu/user_programs.sh, the DDP
+# perfdiff/collect/cupti/pm_sampling.py, "Teardown"). Unlike scripts/gpu/user_programs.sh, the DDP
 # pair is recorded WITH PM sampling and there is no --no-pm fallback: a crash is a failure.
 #   1. install the carried wheels (as scripts/gpu_check.sh install)
 #   2. pytest -m gpu tests/gpu/test_user_program_gpu.py (its nvtx case runs with PM sampling)

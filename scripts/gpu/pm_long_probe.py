@@ -41,7 +41,7 @@ def main() -> None:
     import torch
     from cupti import cupti
 
-    from perfdiff.collect import pm_sampling as pm
+    from perfdiff.collect.cupti import pm_sampling as pm
     from perfdiff.collect.settings import DEFAULT_METRICS, DRAM_METRIC, TENSOR_METRIC
 
     if a.fill is not None:

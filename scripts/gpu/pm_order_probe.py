@@ -31,7 +31,7 @@ import time
 def main() -> int:
     variant = sys.argv[1]
     out: dict[str, object] = {"variant": variant}
-    from perfdiff.collect.pm_sampling import DEFAULT_METRICS, PmSampler, PmSamplingUnavailable
+    from perfdiff.collect.cupti.pm_sampling import DEFAULT_METRICS, PmSampler, PmSamplingUnavailable
     trace = None
     holder: dict[str, object] = {}
     if variant == "cuinit_first":
@@ -40,7 +40,7 @@ def main() -> int:
     if variant == "lazy_hook":
         import torch as _torch
 
-        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+        from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
         def on_init() -> None:
             t = CuptiActivityBackend(trace_api=False, trace_memory=True)
@@ -51,7 +51,7 @@ def main() -> int:
         _torch.cuda._lazy_call(on_init)
     if variant in ("act_before", "objpath_before", "disable_reenable", "finalize_reinit",
                    "cuinit_first"):
-        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+        from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
         trace = CuptiActivityBackend(trace_api=False, trace_memory=True,
                                      raw_intake=variant == "act_before")
         trace.start()
@@ -63,13 +63,13 @@ def main() -> int:
         params = cupti.ProfilerInitializeParams()
         params.struct_size = cupti.PROFILER_INITIALIZE_PARAMS_STRUCT_SIZE
         cupti.profiler_initialize(params.ptr)
-        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+        from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
         trace = CuptiActivityBackend(trace_api=False, trace_memory=True)
         trace.start()
     if variant in ("cuinit_cb", "ctx_cb", "ctx_cb_pm_first", "subscribe_only"):
         from cupti import cupti
 
-        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+        from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
 
         def on_resource(*args: object) -> None:
             holder.setdefault("calls", []).append(str(args[2]))  # type: ignore[union-attr]
@@ -104,12 +104,12 @@ def main() -> int:
     if variant == "finalize_reinit" and trace is not None:
         from cupti import cupti
 
-        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+        from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
         first_kernels = int(trace.stop().as_columns().kernels.size)
         cupti.finalize()
         out["first_kernels"] = first_kernels
     if variant == "act_after":
-        from perfdiff.collect.cupti_activity import CuptiActivityBackend
+        from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
         trace = CuptiActivityBackend(trace_api=False, trace_memory=True)
         trace.start()
     clock = (trace.clock_ns if trace is not None

@@ -39,7 +39,7 @@ def main() -> int:
 
     import numpy as np
 
-    from perfdiff.collect import pm_sampling, raw_intake
+    from perfdiff.collect.cupti import pm_sampling, raw_intake
     from perfdiff.schema.io import load_run_file
 
     if args.decode_at_fill is not None:

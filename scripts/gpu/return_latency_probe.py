@@ -32,8 +32,8 @@ def _median_us(step: Callable[[], Any], sync: Callable[[], None], n: int) -> flo
 def main() -> None:
     import torch
 
-    from perfdiff.collect.boundary_marks import TorchBoundaryMarker
-    from perfdiff.collect.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
 
     n = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 200
     backend = CuptiActivityBackend(trace_api=False)

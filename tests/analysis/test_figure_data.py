@@ -23,7 +23,7 @@ from perfdiff.analysis.figure_data import (
 )
 from perfdiff.analysis.model import CompareOptions
 from perfdiff.analysis.self_overhead import HOLD_WARN_NS, self_overhead_notes
-from perfdiff.collect.handovers import handover_warning
+from perfdiff.collect.cupti.handovers import handover_warning
 from perfdiff.schema.io import run_file_from_dict, run_file_to_dict
 from perfdiff.schema.model import CycleTable, MetricSeries, RunFile
 from tests import report_factories as rf

@@ -21,8 +21,8 @@ from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
 from tests.collect.test_found_untraced import STAND_IN
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
-PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 
@@ -30,13 +30,13 @@ STEP = """
     launch("gemm", 0.1, traced_host_ms=1.5)
     time.sleep(0.003)
 """
-HEAD = "import time\nfrom perfdiff.collect.inject.fake_backend import launch\n"
+HEAD = "import time\nfrom tests.support.fake_cupti import launch\n"
 N = 60
 
 STAND_INS = {  # the same stand-in torch as the found-cycle tests, plus nvtx and a module
     **STAND_IN,
     "nvtx.py": "def push_range(message=None, **kw): pass\ndef pop_range(domain=None): pass\n",
-    "steps.py": f"import time\nfrom perfdiff.collect.inject.fake_backend import launch\n"
+    "steps.py": f"import time\nfrom tests.support.fake_cupti import launch\n"
                 f"def train_step():{STEP}",
 }
 
@@ -63,10 +63,10 @@ def _collect(folder: Path, body: str, *options: str) -> RunFile:
         (folder / name).write_text(text)
     (folder / "prog.py").write_text(body.replace("range(N)", f"range({N})"))
     out = folder / "run.json.gz"
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake",
-           "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    env = fake_env({**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(folder), os.environ.get("PYTHONPATH", "")])})
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "2", *options,
+    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "2", *options,
                            "--", sys.executable, "prog.py"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr

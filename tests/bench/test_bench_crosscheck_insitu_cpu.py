@@ -154,7 +154,7 @@ class KernelTrace(Trace):
         corr = len(self.raw.kernels) + 1
         self.raw.api.append(ApiRecord(corr, at))
         # a stream per call: the step clock puts calls closer than 20 us, and kernels that
-        # overlap on one stream are dropped by the collector (collect/stream_overlap.py)
+        # overlap on one stream are dropped by the collector (collect/cupti/stream_overlap.py)
         self.raw.kernels.append(KernelRecord("_Z4calli", 0, 7 + corr, at + 500, at + 20_500,
                                              corr, (1, 1, 1), (128, 1, 1)))
 

@@ -21,10 +21,10 @@ from perfdiff.engine.run import compare_sharded, ranks_of_path
 from perfdiff.errors import ExitCode
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.shards import is_sharded_run, load_shard, read_manifest
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
-PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 
 LAUNCHER = """
 import os, subprocess, sys
@@ -40,7 +40,7 @@ WORKER = """
 import os, sys, time
 import numpy as np
 import perfdiff
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 from perfdiff.schema.io import load_run_file
 
 recorded = load_run_file(sys.argv[1])
@@ -59,10 +59,9 @@ for index in run.cycles.index:
 
 def _collect_shards(folder: Path, fixture: Path, out: Path,
                     **extra_env: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake", "PYTHONPATH": str(ROOT),
-           **extra_env}
+    env = fake_env({**os.environ, "PYTHONPATH": str(ROOT)}, **extra_env)
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    return subprocess.run([*PERFDIFF, "collect", "--shards", "-o", str(out), "--warmup", "5",
+    return subprocess.run([*PERFDIFF_FAKE, "collect", "--shards", "-o", str(out), "--warmup", "5",
                            "--untraced-every", "0",
                            "--", sys.executable, "fake_torchrun.py", str(fixture)],
                           cwd=folder, env=env, capture_output=True, text=True, timeout=300,
@@ -142,9 +141,9 @@ def test_shards_without_pyarrow_refuse_before_the_program_runs(tmp_path: Path) -
     the program starts, not lose the recording after it."""
     hide_arrow = [sys.executable, "-c",
                   "import sys; sys.modules['pyarrow'] = None; "
-                  "from perfdiff.cli.app import main; main()"]
+                  "from tests.support.fake_cupti import perfdiff_main; perfdiff_main()"]
     out = tmp_path / "job"
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake"}
+    env = fake_env()
     env.pop("PERFDIFF_INJECT_CONFIG", None)
     proc = subprocess.run(
         [*hide_arrow, "collect", "--shards", "-o", str(out), "--", sys.executable, "-c",

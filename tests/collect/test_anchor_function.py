@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from perfdiff.collect.anchor_function import AnchorFunction, CycleFunctionError, parse_spec
+from perfdiff.collect.cycles.anchor_function import AnchorFunction, CycleFunctionError, parse_spec
 
 
 class Recorder:

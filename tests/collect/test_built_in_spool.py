@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfdiff.collect import raw_intake, sources
-from perfdiff.collect.decode import layout_for
-from perfdiff.collect.raw_intake import RawIntake
+from perfdiff.collect import sources
+from perfdiff.collect.cupti import raw_intake
+from perfdiff.collect.cupti.decode import layout_for
+from perfdiff.collect.cupti.raw_intake import RawIntake
+from perfdiff.collect.cupti.spool import SPOOL_SUFFIX
 from perfdiff.collect.session import run_collection
 from perfdiff.collect.settings import CollectSettings
-from perfdiff.collect.spool import SPOOL_SUFFIX
 from perfdiff.collect.workloads.base import CyclePlan, Workload, WorkloadParams
 from perfdiff.markers import CycleMarker
 from tests.collect.test_raw_buffers import saved  # noqa: F401 (fixture)

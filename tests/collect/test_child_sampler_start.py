@@ -18,8 +18,8 @@ import pytest
 
 from perfdiff.collect import recorder as recorder_module
 from perfdiff.collect.inject.child import ChildCollector
-from perfdiff.collect.inject.config import InjectConfig
-from perfdiff.collect.inject.fake_backend import FakeTrace
+from perfdiff.collect.inject.config import CUPTI_BACKEND, InjectConfig
+from tests.support.fake_cupti import FakeTrace
 
 events: list[str] = []
 
@@ -47,23 +47,23 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
         events.append("marks")
 
     monkeypatch.setattr(recorder_module, "open_marker", no_marker)
-    pm_module = types.ModuleType("perfdiff.collect.pm_sampling")
+    pm_module = types.ModuleType("perfdiff.collect.cupti.pm_sampling")
     pm_module.PmSampler = lambda *a, **k: FakeSampler("pm")  # type: ignore[attr-defined]
     pm_module.PmSamplingUnavailable = RuntimeError  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "perfdiff.collect.pm_sampling", pm_module)
-    nvml_process = types.ModuleType("perfdiff.collect.nvml_process")
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.cupti.pm_sampling", pm_module)
+    nvml_process = types.ModuleType("perfdiff.collect.nvml.nvml_process")
     nvml_process.NvmlDefaultSampler = (  # type: ignore[attr-defined]
         lambda *a, **k: FakeSampler("nvml"))
-    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml_process", nvml_process)
-    nvml = types.ModuleType("perfdiff.collect.nvml")
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml.nvml_process", nvml_process)
+    nvml = types.ModuleType("perfdiff.collect.nvml.sampler")
     nvml.load_nvml = lambda: types.SimpleNamespace()  # type: ignore[attr-defined]
     nvml.NvmlUnavailable = RuntimeError  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml", nvml)
+    monkeypatch.setitem(sys.modules, "perfdiff.collect.nvml.sampler", nvml)
     env = types.ModuleType("perfdiff.collect.environment")
     env.torch_device_info = lambda torch, device, nvml: types.SimpleNamespace(  # type: ignore[attr-defined]
         uuid="GPU-x")
     monkeypatch.setitem(sys.modules, "perfdiff.collect.environment", env)
-    config = InjectConfig(shard_dir="/nonexistent", warmup=2, backend="cupti")
+    config = InjectConfig(shard_dir="/nonexistent", warmup=2, backend=CUPTI_BACKEND)
     return ChildCollector(config, FakeTrace())
 
 
@@ -101,6 +101,20 @@ def test_a_program_that_never_initialises_cuda_through_torch_is_told_why_no_samp
     assert any("did not run" in w and "PM sampling and NVML" in w for w in collector.warnings)
 
 
+def test_a_program_whose_cycles_are_found_after_it_ended_is_told_that_not_cuda(
+        collector: ChildCollector) -> None:
+    """GPT-2 generate with no marking option (H200, 2026-11-28): no cycle began while it ran
+    (detected period), so the samplers never started, and the run file said the program never
+    initialised CUDA through PyTorch, which it had. The line now names the real reason."""
+    collector.stop_samplers()
+    assert events == []
+    assert len(collector.warnings) == 1
+    assert collector.warnings[0].startswith(
+        "PM sampling and NVML did not run: they start at the first cycle cut while the "
+        "program runs, and none was")
+    assert "never did" not in collector.warnings[0]
+
+
 def test_pm_not_reached_because_no_measured_cycle_is_said(collector: ChildCollector) -> None:
     collector.recorder.begin_cycle("step", False)  # a warm-up cycle only
     collector.recorder.end_cycle()
@@ -113,7 +127,7 @@ def test_fixed_windows_say_their_samplers_did_not_run_and_why(
         collector: ChildCollector) -> None:
     """--cycle-ms windows are cut after the run, so no cycle mark starts the samplers: the
     run file said the program never initialised CUDA, which was not why."""
-    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend="cupti")
+    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend=CUPTI_BACKEND)
     windows = ChildCollector(config, FakeTrace())
     windows.stop_samplers()
     assert events == []
@@ -127,7 +141,8 @@ def test_fixed_windows_of_a_program_that_marks_cycles_still_sample(
         collector: ChildCollector) -> None:
     """perfdiff.cycle() marks in a --cycle-ms program start the samplers (no boundary marks:
     the windows are cut from launch records)."""
-    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend="cupti", warmup=0)
+    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend=CUPTI_BACKEND,
+                          warmup=0)
     windows = ChildCollector(config, FakeTrace())
     windows.recorder.begin_cycle("step", False)
     assert events == ["start nvml", "start pm"]

@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfdiff.collect.backends import Sources
-from perfdiff.collect.boundary_marks import (
+from perfdiff.collect.cycles.boundary_marks import (
     attach_launch_records,
     launch_records_from_marks,
     take_mark_records,
 )
-from perfdiff.collect.cycles import CycleLog, assign_cycles
+from perfdiff.collect.cycles.cycles import CycleLog, assign_cycles
 from perfdiff.collect.records import KernelRecord, RawTrace, TransferRecord
 from perfdiff.collect.session import CollectSettings, run_collection
 from perfdiff.collect.workloads.base import CyclePlan
@@ -156,7 +156,7 @@ def test_take_mark_records_only_takes_the_mark_stream() -> None:
 
 
 def test_pm_coverage_warning_names_the_holes_and_stays_quiet_when_covered() -> None:
-    from perfdiff.collect.pm_sampling import coverage_warning
+    from perfdiff.collect.cupti.pm_sampling import coverage_warning
 
     full = np.arange(1, 101) * 10  # samples every 10 ns over (0, 1000]
     assert coverage_warning(full, 10, (0, 1000)) is None

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfdiff.collect.cycles import CycleLog, assign_cycles, launch_times
+from perfdiff.collect.cycles.cycles import CycleLog, assign_cycles, launch_times
 from perfdiff.schema.model import CycleTable
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfdiff.collect.handovers import handover_warning
+from perfdiff.collect.cupti.handovers import handover_warning
 from perfdiff.schema.model import CycleTable
 
 

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perfdiff.collect.backends import Sources
-from perfdiff.collect.boundary_marks import take_marks
-from perfdiff.collect.clock_check import clock_rate, clock_rate_warning
-from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.cupti.clock_check import clock_rate, clock_rate_warning
+from perfdiff.collect.cycles.boundary_marks import take_marks
+from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.records import KernelRecord, RawTrace, TransferRecord
 from perfdiff.collect.session import CollectSettings, run_collection
 from perfdiff.collect.workloads.base import CyclePlan
@@ -253,7 +253,7 @@ class ScaledMarker(FakeMarker):
 
 def _collect(monkeypatch: pytest.MonkeyPatch, rate: float) -> tuple[object, ScaledMarker]:
     wall = WallClock()
-    monkeypatch.setattr("perfdiff.collect.cycles.time",
+    monkeypatch.setattr("perfdiff.collect.cycles.cycles.time",
                         types.SimpleNamespace(perf_counter_ns=wall.perf_counter_ns))
     trace = FakeTrace(StepClock(), with_api=False)
     marker = ScaledMarker(trace, wall, rate)

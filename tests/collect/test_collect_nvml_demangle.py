@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfdiff.collect.demangle import demangle, demangler_available
-from perfdiff.collect.nvml import NvmlSampler, NvmlUnavailable
+from perfdiff.collect.cupti.demangle import demangle, demangler_available
+from perfdiff.collect.nvml.sampler import NvmlSampler, NvmlUnavailable
 
 
 class FakeNvml:

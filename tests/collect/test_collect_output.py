@@ -6,7 +6,6 @@ that the error line names, and the command exits 3.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -14,11 +13,11 @@ from pathlib import Path
 
 from perfdiff.errors import ExitCode
 from perfdiff.schema.io import load_run_file
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
-PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 PROGRAM = """
 import perfdiff
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 for i in range(3):
     with perfdiff.cycle():
         launch(f"k{i}", 0.1)
@@ -29,9 +28,9 @@ def test_unwritable_output_falls_back_and_names_the_path(tmp_path: Path) -> None
     (tmp_path / "prog.py").write_text(textwrap.dedent(PROGRAM))
     (tmp_path / "plain-file").write_text("")
     target = tmp_path / "plain-file" / "run.json.gz"
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake", "TMPDIR": str(tmp_path)}
+    env = fake_env(TMPDIR=str(tmp_path))
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(target), "--", sys.executable,
+    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(target), "--", sys.executable,
                            "prog.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == ExitCode.BAD_INPUT, proc.stderr

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import perfdiff.markers as markers
-from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.workloads import get_workload_class, workload_names
 from perfdiff.collect.workloads.base import WorkloadParamError, WorkloadParams
 

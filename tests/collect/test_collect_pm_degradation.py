@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from perfdiff.collect.pm_sampling import PmSampler, PmSamplingUnavailable
+from perfdiff.collect.cupti.pm_sampling import PmSampler, PmSamplingUnavailable
 
 
 class FakeCollector:

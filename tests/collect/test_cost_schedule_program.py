@@ -5,7 +5,6 @@ host-bound step), then the report's lines about the collector's cost."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +14,12 @@ import numpy as np
 from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
-
-PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
 PROGRAM = """
 import time
 import perfdiff
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 for i in range(130):
     with perfdiff.cycle():
         launch(f"c{i}_k", 0.1, traced_host_ms=2.0)
@@ -31,10 +29,10 @@ for i in range(130):
 
 def _collect(folder: Path, *options: str, **environ: str) -> RunFile:
     (folder / "prog.py").write_text(PROGRAM)
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake", **environ}
+    env = fake_env(**environ)
     env.pop("PERFDIFF_INJECT_CONFIG", None)
     out = folder / "run.json.gz"
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "2", *options,
+    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "2", *options,
                            "--", sys.executable, "prog.py"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr

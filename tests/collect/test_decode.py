@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perfdiff.collect import decode
-from perfdiff.collect.decode import (
+from perfdiff.collect.cupti import decode
+from perfdiff.collect.cupti.decode import (
     FIELDS_BY_KIND,
     KIND_CONCURRENT_KERNEL,
     KIND_MEMCPY,
@@ -138,7 +138,7 @@ def _walker_from(sizes: dict[int, int]) -> Any:
 
 
 def test_an_unregistered_cupti_learns_its_sizes_from_cuptis_walk() -> None:
-    from perfdiff.collect.raw_intake import RawIntake, learn_layout
+    from perfdiff.collect.cupti.raw_intake import RawIntake, learn_layout
 
     api = _record(KIND_RUNTIME, {"start": 5, "correlation_id": 9})
     buf, valid = _buffer([_kernel(0), api, _kernel(1)], slack=0)
@@ -154,7 +154,7 @@ def test_an_unregistered_cupti_learns_its_sizes_from_cuptis_walk() -> None:
 
 
 def test_a_record_size_of_no_known_version_is_refused_in_one_line() -> None:
-    from perfdiff.collect.raw_intake import learn_layout
+    from perfdiff.collect.cupti.raw_intake import learn_layout
 
     buf, valid = _buffer([_kernel(0), _kernel(1)], slack=0)
     with pytest.raises(RecordLayoutError, match=r"kind 10 of \[496\] bytes") as info:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from perfdiff.collect.import_hooks import when_imported
+from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.collect.inject.deferred_trace import DeferredTrace
 from perfdiff.collect.records import RawTrace
 

@@ -19,11 +19,11 @@ import pytest
 
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
-PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 HEADER = """\
 import os, sys, time
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 """
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="CPU torch is not installed in this environment")
@@ -33,10 +33,10 @@ def collect(folder: Path, body: str, *args: str) -> tuple[subprocess.CompletedPr
                                                          RunFile | None]:
     (folder / "prog.py").write_text(HEADER + textwrap.dedent(body))
     out = folder / "run.json.gz"
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake",
-           "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    env = fake_env({**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(folder), os.environ.get("PYTHONPATH", "")])})
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), *args, "--", sys.executable,
+    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), *args, "--", sys.executable,
                            "prog.py"], cwd=folder, env=env, capture_output=True, text=True,
                           timeout=180, check=False)
     return proc, (load_run_file(out) if out.exists() else None)
@@ -70,7 +70,7 @@ def assert_one_iteration_per_cycle(rf: RunFile) -> None:
 # ------------------------------------------------------------------ --cycle-function
 
 ANCHOR_MODULE = '''
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 
 class Engine:
     def step(self, i, depth=0):

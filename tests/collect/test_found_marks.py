@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.collect.cupti_activity import CuptiActivityBackend
-from perfdiff.collect.found_cycles import MIN_FOUND_CYCLES, FoundCycles, choose_cycles
-from perfdiff.collect.found_marks import FoundMarks
+from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
+from perfdiff.collect.cycles.found_cycles import MIN_FOUND_CYCLES, FoundCycles, choose_cycles
+from perfdiff.collect.cycles.found_marks import FoundMarks
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace
 
 MARK_STREAM = 99

@@ -20,8 +20,7 @@ import numpy as np
 from perfdiff.analysis.untraced_time import timed_untraced
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
-
-PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
 STAND_IN = {
     "torch/__init__.py": "from torch import cuda, optim, profiler\n",
@@ -51,11 +50,11 @@ def collect(folder: Path, body: str, *options: str) -> RunFile:
         (folder / name).write_text(text)
     (folder / "prog.py").write_text(textwrap.dedent(body))
     out = folder / "run.json.gz"
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake",
-           "PYTHONPATH": os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])}
+    env = fake_env({**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(folder), os.environ.get("PYTHONPATH", "")])})
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "2", *options, "--",
-                           sys.executable, "prog.py"], cwd=folder, env=env,
+    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "2", *options,
+                           "--", sys.executable, "prog.py"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=180, check=False)
     assert proc.returncode == 0, proc.stderr
     return load_run_file(out)
@@ -73,7 +72,7 @@ def test_optimizer_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> Non
     rf = collect(tmp_path, """
     import time
     import torch
-    from perfdiff.collect.inject.fake_backend import launch
+    from tests.support.fake_cupti import launch
     opt = torch.optim.Optimizer()
     for i in range(20):
         opt.step()  # cycle i starts here (the first step's hook starts cycle 0)
@@ -91,7 +90,7 @@ def test_optimizer_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> Non
 def test_profiler_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> None:
     rf = collect(tmp_path, """
     import torch
-    from perfdiff.collect.inject.fake_backend import launch
+    from tests.support.fake_cupti import launch
     prof = torch.profiler.profile()
     for i in range(12):
         prof.step()

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 from perfdiff.collect.backends import Sources
-from perfdiff.collect.inject.fake_backend import FakeTrace, launch
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import Environment
+from tests.support.fake_cupti import FakeTrace, launch
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "gpu" / "kineto_prog.py"
 ENV = Environment(host="h", driver_version=None, cuda_version=None, cupti_version=None,

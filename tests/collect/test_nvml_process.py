@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfdiff.collect.nvml import NvmlUnavailable
-from perfdiff.collect.nvml_process import (
+from perfdiff.collect.nvml.nvml_process import (
     NvmlDefaultSampler,
     NvmlProcessSampler,
     clock_offset_ns,
 )
+from perfdiff.collect.nvml.sampler import NvmlUnavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_PYNVML = textwrap.dedent("""
@@ -130,7 +130,7 @@ def test_a_forked_worker_holding_the_pipe_does_not_delay_the_stop(tmp_path: Path
 
 
 def test_a_paused_poller_skips_its_polls_until_resumed(tmp_path: Path) -> None:
-    """Untraced cycles pause the poller (collect/overhead.py): no NVML reads in between."""
+    """Untraced cycles pause the poller (collect/cycles/overhead.py): no NVML reads in between."""
     sampler = NvmlProcessSampler(0, _clock, 0.005, env=_env(tmp_path, FAKE_PYNVML))
     sampler.start()
     time.sleep(0.05)
@@ -150,8 +150,8 @@ def test_the_stop_signal_is_not_swallowed_by_a_failing_read() -> None:
     """SIGTERM lands inside an NVML read more often than anywhere else; ``read_row`` turns a
     read's Exception into NaN, so the poller's stop must get through it (a stop swallowed
     there kept the poller polling until the parent killed it after 10 s)."""
-    from perfdiff.collect.nvml import NvmlQuantity, read_row
-    from perfdiff.collect.nvml_poller import _stop, _Stopped
+    from perfdiff.collect.nvml.nvml_poller import _stop, _Stopped
+    from perfdiff.collect.nvml.sampler import NvmlQuantity, read_row
 
     def read(nv: object, handle: object) -> float:
         _stop(signal.SIGTERM, None)  # the signal handler, run as the signal would run it

@@ -1,8 +1,7 @@
-"""Untraced cycles (collect/overhead.py), holds per cycle, and the self-measured overhead."""
+"""Untraced cycles (collect/cycles/overhead.py), holds per cycle, and the self-measured overhead."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +10,10 @@ from typing import Any
 import numpy as np
 
 from perfdiff.analysis.self_overhead import self_overhead, self_overhead_notes
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.overhead import UntracedCycles, with_hold
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.overhead import UntracedCycles, with_hold
 from perfdiff.schema.io import load_run_file
-
-PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
+from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
 
 class _Trace:
@@ -169,7 +167,7 @@ def test_hold_is_clipped_to_each_cycle() -> None:
 PROGRAM = """
 import time
 import perfdiff
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 for i in range(33):
     with perfdiff.cycle():
         launch(f"c{i}_k", 0.1)
@@ -179,10 +177,10 @@ for i in range(33):
 
 def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     (tmp_path / "prog.py").write_text(PROGRAM)
-    env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake"}
+    env = fake_env()
     env.pop("PERFDIFF_INJECT_CONFIG", None)
     out = tmp_path / "run.json.gz"
-    proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), "--warmup", "1",
+    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "1",
                            "--untraced-every", "8", "--",
                            sys.executable, "prog.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120, check=False)

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.collect import pm_sampling
-from perfdiff.collect.pm_sampling import PmSampler
+from perfdiff.collect.cupti import pm_sampling
+from perfdiff.collect.cupti.pm_sampling import PmSampler
 
 INTERVAL = 20_000
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.program_marks import launches_from_marks
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.program_marks import launches_from_marks
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace
 
 MARK = 99

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from perfdiff.collect.columns import TRANSFER_KINDS, TraceColumns
-from perfdiff.collect.decode import RecordLayoutError, decode_buffer, layout_for
+from perfdiff.collect.cupti.decode import RecordLayoutError, decode_buffer, layout_for
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "cupti_buffers"
 BUFFERS = HERE / "h100-cupti13.4-buffers.npz"

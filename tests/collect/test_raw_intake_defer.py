@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfdiff.collect import raw_intake
 from perfdiff.collect.columns import concat
-from perfdiff.collect.raw_intake import RawIntake
+from perfdiff.collect.cupti import raw_intake
+from perfdiff.collect.cupti.raw_intake import RawIntake
 from tests.collect.test_decode import LAYOUT, _kernel
 
 

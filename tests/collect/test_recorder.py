@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from perfdiff.collect.backends import Sources
-from perfdiff.collect.inject.fake_backend import FakeTrace
 from perfdiff.collect.recorder import Gpu, Recorder
 from perfdiff.collect.session import run_collection
 from perfdiff.collect.settings import CollectSettings, RecordSettings
 from perfdiff.collect.workloads.base import CyclePlan, Workload, WorkloadParams
 from perfdiff.markers import CycleMarker
 from perfdiff.schema.model import Environment
+from tests.support.fake_cupti import FakeTrace
 
 ENV = Environment(host="h", driver_version=None, cuda_version=None, cupti_version=None,
                   torch_version=None, python_version="3.11", devices=())

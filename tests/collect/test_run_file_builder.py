@@ -25,6 +25,7 @@ from perfdiff.markers import CycleMarker
 from perfdiff.schema.io import save_run_file
 from perfdiff.schema.model import Environment, MetricSeries, RunFile
 from tests.factories import StepClock
+from tests.support.fake_cupti import FAKE_BACKEND, FakeTrace
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "collect"
 ENV = Environment(host="h", driver_version=None, cuda_version=None, cupti_version=None,
@@ -43,6 +44,11 @@ class SteppedTrace:
         self.warnings: list[str] = []
         self.paused = False
         self._corr = 0
+
+    def environment(self) -> Environment:
+        """The simulated GPU, as the CPU stand-in for CUPTI describes it (the child asks a
+        backend that is not CUPTI to describe its device)."""
+        return FakeTrace().environment()
 
     def clock_ns(self) -> int:
         return self.clock()
@@ -131,7 +137,7 @@ def user_program_run_file(tmp_path: Path) -> RunFile:
     from perfdiff.schema.io import load_run_file
 
     trace = SteppedTrace()
-    config = InjectConfig(shard_dir=str(tmp_path), warmup=2, backend="fake", untraced_every=4,
+    config = InjectConfig(shard_dir=str(tmp_path), warmup=2, backend=FAKE_BACKEND, untraced_every=4,
                           cycle_range="step", command=("python", "train.py"))
     collector = ChildCollector(config, trace)
     for _ in range(2 + CYCLES):

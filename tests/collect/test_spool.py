@@ -1,4 +1,4 @@
-"""CUPTI buffers spooled to a file at hand-over and decoded at stop (collect/spool.py).
+"""CUPTI buffers spooled to a file at hand-over and decoded at stop (collect/cupti/spool.py).
 
 Over the real H100 buffers of ``fixtures/cupti_buffers`` (tests/collect/test_raw_buffers.py):
 the spooled path gives the same records as decoding each buffer at once, CUPTI's hand-over
@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 
 from perfdiff.collect import user_program
 from perfdiff.collect.columns import concat
-from perfdiff.collect.decode import decode_buffer, layout_for
-from perfdiff.collect.inject.config import InjectConfig
-from perfdiff.collect.raw_intake import RawIntake
-from perfdiff.collect.spool import (
+from perfdiff.collect.cupti.decode import decode_buffer, layout_for
+from perfdiff.collect.cupti.raw_intake import RawIntake
+from perfdiff.collect.cupti.spool import (
     MAGIC,
     SPOOL_SUFFIX,
     SpoolError,
@@ -33,7 +32,9 @@ from perfdiff.collect.spool import (
     read_frames,
     spool_summary,
 )
+from perfdiff.collect.inject.config import InjectConfig
 from tests.collect.test_raw_buffers import _as_tuples, saved  # noqa: F401 (fixture)
+from tests.support.fake_cupti import FAKE_BACKEND
 
 Saved = tuple[list[np.ndarray[Any, Any]], dict[str, Any]]
 
@@ -170,7 +171,7 @@ def test_a_killed_processs_spool_is_kept_and_named(tmp_path: Path,
 
     monkeypatch.setattr(user_program, "_run_once", killed)
     outcome = user_program.run_program(
-        [sys.executable, "-c", "pass"], InjectConfig(shard_dir="", backend="fake"))
+        [sys.executable, "-c", "pass"], InjectConfig(shard_dir="", backend=FAKE_BACKEND))
     assert left.exists()  # not deleted with the temporary folder
     reason = outcome.run_file.status.reason or ""
     assert outcome.run_file.status.state == "incomplete" and outcome.exit_code == 137
@@ -210,7 +211,7 @@ def test_a_dead_ranks_spool_beside_other_ranks_shards_marks_the_run(
     root = tmp_path / "shards"
     root.mkdir()
     monkeypatch.setattr(user_program.tempfile, "mkdtemp", lambda prefix: str(root))
-    config = InjectConfig(shard_dir="", backend="fake")
+    config = InjectConfig(shard_dir="", backend=FAKE_BACKEND)
     left = root / "run0" / f"pid4243{SPOOL_SUFFIX}"
 
     def one_rank_killed(argv: list[str], env: dict[str, str]) -> tuple[int, int]:

@@ -1,15 +1,22 @@
-"""Impossible kernel records (overlapping on one stream) are dropped and counted, never kept."""
+"""Impossible kernel records (overlapping on one stream) are dropped and counted, never kept;
+early starts of the next launch (programmatic dependent launch) are clipped and counted."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perfdiff.collect.cupti.stream_overlap import (
+    TOLERANCE_NS,
+    clip_early_starts,
+    drop_overlapping,
+    overlapping,
+)
 from perfdiff.collect.records import Tables
-from perfdiff.collect.stream_overlap import TOLERANCE_NS, drop_overlapping, overlapping
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import CycleTable, KernelTable, TransferTable
 
@@ -87,3 +94,62 @@ def test_the_real_h100_graph_recording_loses_exactly_the_replays_before_a_pause(
                        minlength=cycles.index.size)
     length = cycles.end_ns - cycles.start_ns
     assert (busy <= length).all()
+
+
+def _launched(start: list[int], end: list[int], corr: list[int]) -> KernelTable:
+    k = _kernels(start, end, [7] * len(start), [0] * len(start))
+    return KernelTable(**{**{f: getattr(k, f) for f in k.__dataclass_fields__},
+                          "correlation_id": np.asarray(corr, dtype=np.int64)})
+
+
+def test_an_early_start_of_the_next_launch_is_clipped_not_dropped() -> None:
+    """cuDNN's layout kernel then the convolution it feeds (programmatic dependent launch, H200
+    ResNet-50): the convolution starts 5 us before the layout kernel ends. Dropped, such pairs
+    left every measured cycle of that program out; clipped, both kernels stay."""
+    k = _launched([0, 18_000, 60_000], [23_000, 50_000, 70_000], [10, 11, 12])
+    tables, note = clip_early_starts(_tables(k))
+    assert tables.kernels.start_ns.tolist() == [0, 23_000, 60_000]
+    assert tables.kernels.end_ns.tolist() == [23_000, 50_000, 70_000]
+    assert note is not None and note.startswith("1 kernel(s) started up to 5,000 ns")
+    kept, cycles, warning = drop_overlapping(tables, _cycles(1))
+    assert warning is None and kept.kernels.start_ns.size == 3 and not cycles.warmup.any()
+
+
+@pytest.mark.parametrize(("start", "end", "corr"), [
+    ([0, 18_000], [23_000, 50_000], [10, 10]),  # one launch: a graph replay ending late
+    ([0, 18_000], [23_000, 21_000], [10, 11]),  # the later one ends first: inside it
+    ([0, 18_000], [23_000, 50_000], [11, 10]),  # started later but launched earlier
+    ([0, 1_000], [200_000, 250_000], [10, 11]),  # 199 us: beyond any early start seen
+    ([0, 18_000], [23_000, 50_000], [0, 11]),  # no correlation id to order the launches
+])
+def test_other_overlaps_are_not_clipped_and_still_dropped(start: list[int], end: list[int],
+                                                          corr: list[int]) -> None:
+    tables, note = clip_early_starts(_tables(_launched(start, end, corr)))
+    assert note is None
+    assert overlapping(tables.kernels).any()
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**5), st.integers(0, 2),
+                          st.integers(-1, 40)), min_size=0, max_size=40))
+def test_clipping_only_moves_starts_forward_within_the_kernel(
+        rows: list[tuple[int, int, int, int]]) -> None:
+    k = _kernels([r[0] for r in rows], [r[0] + r[1] for r in rows], [r[2] for r in rows],
+                 [0] * len(rows))
+    k = KernelTable(**{**{f: getattr(k, f) for f in k.__dataclass_fields__},
+                       "correlation_id": np.asarray([r[3] for r in rows], dtype=np.int64)})
+    tables, note = clip_early_starts(_tables(k))
+    c = tables.kernels
+    assert (c.end_ns == k.end_ns).all() and (c.start_ns >= k.start_ns).all()
+    assert (c.start_ns <= c.end_ns).all()
+    assert (note is None) == bool((c.start_ns == k.start_ns).all())
+    kept, _, _ = drop_overlapping(tables, _cycles(5))
+    assert not overlapping(kept.kernels).any()
+
+
+def test_the_h100_graph_replays_that_end_late_are_not_clipped() -> None:
+    """The pause-bug replays are one launch each (one correlation id): still dropped."""
+    run = load_run_file(FIXTURE).runs[0]
+    tables, note = clip_early_starts(_tables(run.kernels))
+    assert note is None
+    assert (tables.kernels.start_ns == run.kernels.start_ns).all()

@@ -1,4 +1,4 @@
-"""The cost-driven schedule of untraced cycles (collect/untraced_schedule.py), driven through
+"""The cost-driven schedule of untraced cycles (collect/cycles/untraced_schedule.py), driven through
 UntracedCycles on synthetic cycle durations: a clock that the simulated program moves by ``u``
 in an untraced cycle, ``r u`` in a traced one, and ``w / 2`` at each switch of tracing."""
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.overhead import UntracedCycles
-from perfdiff.collect.untraced_schedule import (
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.overhead import UntracedCycles
+from perfdiff.collect.cycles.untraced_schedule import (
     LONGEST_STRETCH,
     MAX_STRETCH,
     MIN_SAMPLES,

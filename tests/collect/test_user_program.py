@@ -1,10 +1,11 @@
 """``perfdiff collect -- CMD``: real child Python programs under the collector (fake backend).
 
 Each test writes a small program, runs the real ``perfdiff`` entry point in a subprocess with
-``PERFDIFF_COLLECT_BACKEND=fake`` (CUPTI replaced by ``inject/fake_backend``; everything else
-is the production path: sitecustomize injection, child collector, shards, merge, exit codes)
-and checks the run file. Programs name each kernel after the cycle that launches it, so
-"kernels in the right cycles" is checked launch by launch.
+CUPTI replaced by ``tests/support/fake_cupti`` (named as the children's trace backend by
+``PERFDIFF_FAKE``; everything else is the production path: sitecustomize injection, child
+collector, shards, merge, exit codes) and checks the run file. Programs name each kernel
+after the cycle that launches it, so "kernels in the right cycles" is checked launch by
+launch.
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ from perfdiff.analysis.comparison import compare_tables
 from perfdiff.analysis.cycle_table import cycle_table
 from perfdiff.analysis.model import CompareOptions
 from perfdiff.analysis.sides import side_from_run_file
-from perfdiff.collect.inject.fake_backend import FAKE_GPU_NAME
 from perfdiff.report.markdown import render_markdown
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import Run, RunFile
+from tests.support.fake_cupti import FAKE_GPU_NAME, PERFDIFF_FAKE, fake_env
 
 FAST = CompareOptions(bootstrap_resamples=200)
 PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 HEADER = """\
 import os, sys, time
 import perfdiff
-from perfdiff.collect.inject.fake_backend import launch
+from tests.support.fake_cupti import launch
 """
 
 
@@ -42,13 +43,17 @@ def _write(folder: Path, name: str, body: str) -> Path:
 
 
 def _collect(
-    folder: Path, *args: str, env: dict[str, str] | None = None
+    folder: Path, *args: str, env: dict[str, str] | None = None, fake: bool = True
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``fake``: the children trace with the CPU stand-in; else with the default (CUPTI's)."""
     out = folder / "run.json.gz"
-    full_env = {**os.environ, "PERFDIFF_COLLECT_BACKEND": "fake", **(env or {})}
+    full_env = {**os.environ, **(env or {})}
+    if fake:
+        full_env = fake_env(full_env)
     full_env.pop("PERFDIFF_INJECT_CONFIG", None)
     proc = subprocess.run(
-        [*PERFDIFF, "collect", "-o", str(out), *args], cwd=folder, env=full_env,
+        [*(PERFDIFF_FAKE if fake else PERFDIFF), "collect", "-o", str(out), *args], cwd=folder,
+        env=full_env,
         capture_output=True, text=True, timeout=120, check=False,
     )
     return proc, out
@@ -564,9 +569,9 @@ def test_the_cupti_backend_starts_when_the_program_reaches_cuda(tmp_path: Path) 
             with perfdiff.cycle():
                 cupti.launch(f"c{i}_kernel", 2.0)
     """))
-    env = {"PERFDIFF_COLLECT_BACKEND": "cupti", "PYTHONPATH": str(tmp_path / "fakes")}
+    env = {"PYTHONPATH": str(tmp_path / "fakes")}
     proc, out = _collect(tmp_path, "--warmup", "0", "--no-pm", "--no-nvml", "--",
-                         sys.executable, "prog.py", env=env)
+                         sys.executable, "prog.py", env=env, fake=False)
     assert proc.returncode == 0, proc.stderr
     rf = load_run_file(out)
     run = rf.runs[0]

@@ -11,6 +11,7 @@ import pytest
 
 from perfdiff.collect import user_program
 from perfdiff.collect.inject.config import InjectConfig
+from tests.support.fake_cupti import FAKE_BACKEND
 
 
 def test_an_unreadable_shard_is_kept_and_named(tmp_path: Path,
@@ -25,7 +26,7 @@ def test_an_unreadable_shard_is_kept_and_named(tmp_path: Path,
 
     monkeypatch.setattr(user_program, "_run_once", run_once)
     outcome = user_program.run_program(
-        [sys.executable, "-c", "pass"], InjectConfig(shard_dir="", backend="fake"))
+        [sys.executable, "-c", "pass"], InjectConfig(shard_dir="", backend=FAKE_BACKEND))
     shard = root / "run0" / "run0-rank0-pid4242.json.gz"
     assert shard.read_bytes() == b"not a run file"  # still there
     assert outcome.run_file.status.state == "incomplete"
@@ -39,6 +40,6 @@ def test_readable_runs_leave_no_temporary_folder(tmp_path: Path,
     monkeypatch.setattr(user_program.tempfile, "mkdtemp", lambda prefix: str(root))
     monkeypatch.setattr(user_program, "_run_once", lambda argv, env: (4242, 0))
     outcome = user_program.run_program(
-        [sys.executable, "-c", "pass"], InjectConfig(shard_dir="", backend="fake"))
+        [sys.executable, "-c", "pass"], InjectConfig(shard_dir="", backend=FAKE_BACKEND))
     assert not root.exists()  # no shard: nothing to keep, the folder goes
     assert outcome.run_file.status.state == "incomplete"  # and the file says no trace

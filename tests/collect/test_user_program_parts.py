@@ -15,14 +15,14 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from perfdiff.cli.app import _register_commands, app
-from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.nvtx_cycles import NvtxCycles
+from perfdiff.collect.cycles.window_cycles import fixed_windows
 from perfdiff.collect.inject.child import program_name, should_record
 from perfdiff.collect.inject.config import OWNER_ENV, InjectConfig, child_environment
 from perfdiff.collect.merge import merge_run_files
-from perfdiff.collect.nvtx_cycles import NvtxCycles
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace
 from perfdiff.collect.user_program import exit_status, resolve_command
-from perfdiff.collect.window_cycles import fixed_windows
 from perfdiff.errors import IncomparableRunsError, InputError
 from perfdiff.schema.io import load_run_file, save_run_file
 from perfdiff.schema.model import RunFile, Status

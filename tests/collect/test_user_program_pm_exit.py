@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 from perfdiff.schema.io import load_run_file
+from tests.support.fake_cupti import fake_env
 
 FAKE_CUPTI_INIT = ""
 
@@ -133,10 +134,10 @@ import sys, threading, time
 if sys.argv[2] == "no-threading-hook":  # a Python without the private hook: atexit order
     del threading._register_atexit
 from perfdiff.collect.inject.child import ChildCollector
-from perfdiff.collect.inject.config import InjectConfig
-from perfdiff.collect.inject.fake_backend import FakeTrace, launch
+from perfdiff.collect.inject.config import CUPTI_BACKEND, InjectConfig
+from tests.support.fake_cupti import FakeTrace, launch
 
-config = InjectConfig(shard_dir=sys.argv[1], backend="cupti", metrics=("tensor", "dram"),
+config = InjectConfig(shard_dir=sys.argv[1], backend=CUPTI_BACKEND, metrics=("tensor", "dram"),
                       sample_interval_ns=20_000, nvml=False, warmup=0)
 collector = ChildCollector(config, FakeTrace())
 collector.start()
@@ -167,7 +168,8 @@ def _run(tmp_path: Path, variant: str) -> tuple[subprocess.CompletedProcess[str]
     shards = tmp_path / "shards"
     shards.mkdir()
     log = tmp_path / "cupti.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PERFDIFF_")}
+    # the program imports the fake trace from tests/: the repository root on its path
+    env = fake_env({k: v for k, v in os.environ.items() if not k.startswith("PERFDIFF_")})
     env["FAKE_CUPTI_LOG"] = str(log)
     proc = subprocess.run([sys.executable, "prog.py", str(shards), variant], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=60, check=False)

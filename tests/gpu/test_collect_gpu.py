@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from perfdiff.analysis.kernel_metrics import kernel_metric_means
-from perfdiff.collect.pm_sampling import DRAM_METRIC, TENSOR_METRIC
+from perfdiff.collect.cupti.pm_sampling import DRAM_METRIC, TENSOR_METRIC
 from perfdiff.errors import ExitCode
 from perfdiff.schema.io import load_run_file
 
@@ -41,7 +41,7 @@ def test_gpt_infer_records_every_cycle_and_pm_utilisation(tmp_path: Path) -> Non
     rf = load_run_file(path)
     run = rf.runs[0]
     assert rf.status.state == "complete"
-    # measured cycles 7 and 8 of 10 run untraced (collect/overhead.py, a run of two): flagged
+    # measured cycles 7 and 8 of 10 run untraced (collect/cycles/overhead.py, a run of two): flagged
     # warm-up, no kernels
     traced = run.cycles.traced
     assert traced is not None and np.flatnonzero(traced == 0).tolist() == [8, 9]

@@ -27,7 +27,7 @@ KERNELS_PER_REPLAY = 32  # 8 blocks x (layer norm, GEMM, GELU, GEMM)
 
 def test_graph_replays_keep_their_kernels_around_untraced_cycles(tmp_path: Path) -> None:
     out = tmp_path / "graph.json.gz"
-    env = {k: v for k, v in os.environ.items() if k != "PERFDIFF_COLLECT_BACKEND"}
+    env = dict(os.environ)
     proc = subprocess.run(
         [*PERFDIFF, "collect", "-q", "--cycle-range", "step", "--untraced-every", "4",
          "--warmup", "3", "--no-pm", "--no-nvml", "-o", str(out), "--", sys.executable,

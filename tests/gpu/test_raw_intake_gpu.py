@@ -2,7 +2,7 @@
 
 The same recording is read both ways: cupti-python's callback (the object path) builds its
 records, and each buffer's bytes, copied inside that callback, are decoded by
-``perfdiff.collect.decode`` (scripts/gpu/intake_check.py). Every kernel (name, device,
+``perfdiff.collect.cupti.decode`` (scripts/gpu/intake_check.py). Every kernel (name, device,
 stream, start, end, correlation id, grid, block), memcpy, memset and launch record must
 match, and the layout perfdiff registered for this CUPTI must be the one CUPTI writes.
 """

@@ -59,7 +59,7 @@ torch.cuda.synchronize()
 
 def _collect(tmp: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp / "run.json.gz"
-    env = {k: v for k, v in os.environ.items() if k != "PERFDIFF_COLLECT_BACKEND"}
+    env = dict(os.environ)
     proc = subprocess.run([*PERFDIFF, "collect", "-o", str(out), *args], cwd=tmp, env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     return proc, out
@@ -169,7 +169,7 @@ def test_optimizer_step_cycles_keep_their_kernels_after_api_records_stop(tmp_pat
     assert proc.returncode == 0, proc.stderr
     rf = load_run_file(out)
     run = rf.runs[0]
-    from perfdiff.collect.found_marks import FoundMarks
+    from perfdiff.collect.cycles.found_marks import FoundMarks
 
     assert rf.workload.params.get("launch_records") == FoundMarks.PARAM, rf.workload.params
     assert run.cycles.index.size == STEPS - 1

@@ -4,8 +4,8 @@ Why a package of its own: the code here runs in *another* process, the user's, s
 ``perfdiff.collect.user_program``. ``boot/`` holds only a ``sitecustomize.py`` (its folder is
 put first on the child's ``PYTHONPATH``, so no other module name leaks into the program);
 ``child`` is the in-process collector it starts; ``config`` is the contract between parent and
-child (one JSON environment variable); ``fake_backend`` is a CPU stand-in for CUPTI so that the
-whole path is tested on machines without a GPU.
+child (one JSON environment variable), which names the trace backend the child opens (CUPTI's;
+CPU tests name a stand-in of their own, tests/support/fake_cupti.py).
 """
 
 from __future__ import annotations

@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import os
-import platform
 import signal
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -42,10 +41,10 @@ from types import FrameType, TracebackType
 from typing import Any
 
 from perfdiff.collect.backends import MetricSampler, TraceBackend
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.found_marks import FoundMarks
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.found_marks import FoundMarks
+from perfdiff.collect.cycles.overhead import UntracedCycles
 from perfdiff.collect.inject.config import CONFIG_ENV, OWNER_ENV, InjectConfig, shard_name
-from perfdiff.collect.overhead import UntracedCycles
 from perfdiff.collect.recorder import Gpu, Recorder
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.run_file_builder import RunIdentity
@@ -59,6 +58,10 @@ NO_TORCH_CUDA = ("they start once PyTorch has initialised CUDA in the program, a
                  "never did (CUDA used without torch, e.g. through Triton, CuPy or a C "
                  "extension); import torch and touch CUDA (torch.cuda.init()) before the first "
                  "cycle to have them; kernels are traced")
+NO_LIVE_CYCLE = ("they start at the first cycle cut while the program runs, and none was (its "
+                 "cycles were found after it ended: the detected period); pin cycles with "
+                 "--cycle-function MODULE:QUALNAME, --cycle-range NAME or perfdiff.cycle() to "
+                 "have them; kernels are traced")
 WINDOWS_UNSAMPLED = ("they start at a cycle mark, and --cycle-ms windows are cut after the "
                      "run; mark cycles (--cycle-range, --cycle-function, perfdiff.cycle()) to "
                      "have them; kernels are traced")
@@ -127,9 +130,10 @@ class ChildCollector:
             config, trace, untraced_every=0 if windows else config.untraced_every,
             untraced_off="fixed windows (--cycle-ms)" if windows else "",
             lockstep=(_env_int("WORLD_SIZE") or 1) > 1,
-            find_gpu=program_gpu if config.backend == "cupti" else None,
+            find_gpu=program_gpu if config.traces_cupti else None,
             marks=not windows, on_sampler_start=self._finish_last,
-            no_gpu_why=WINDOWS_UNSAMPLED if windows else NO_TORCH_CUDA)
+            no_gpu_why=NO_TORCH_CUDA,
+            no_cycle_why=WINDOWS_UNSAMPLED if windows else NO_LIVE_CYCLE)
         self.log = self.core.log
         self.recorder = _Recorder(self.log, config.warmup)
         self.failure: str | None = None
@@ -138,10 +142,12 @@ class ChildCollector:
         self.anchor: Any = None  # --cycle-function (anchor_function.AnchorFunction)
         self.found: Any = None  # no marking option: found_cycles.FoundCycles
         self.found_marks: FoundMarks | None = None  # their boundary marks (found_marks.py)
+        self.found_function: Any = None  # and the repeating call (found_function.py)
         # untraced cycles of the log the run's cycles come from (marks, or a found log)
         self.applied_untraced = self.core.untraced
         self.found_untraced: dict[int, UntracedCycles] = {}  # id(found log) -> its own
         self.cycles_from: str | None = None  # how cycles were cut, when found at exit
+        self.found_params: dict[str, Any] = {}  # what else the found way records
         self._finished = False
         self._previous_excepthook = sys.excepthook
 
@@ -160,7 +166,7 @@ class ChildCollector:
         self.trace.start()
         set_active_recorder(self.recorder)
         if self.config.cycle_range:
-            from perfdiff.collect.nvtx_cycles import NvtxCycles
+            from perfdiff.collect.cycles.nvtx_cycles import NvtxCycles
 
             self.nvtx = NvtxCycles(self.recorder, self.config.cycle_range)
             self.nvtx.install()
@@ -176,17 +182,34 @@ class ChildCollector:
         """``--cycle-function``, or (no marking option) the ways cycles are found by themselves."""
         cfg = self.config
         if cfg.cycle_function:
-            from perfdiff.collect.anchor_function import AnchorFunction
+            from perfdiff.collect.cycles.anchor_function import AnchorFunction
 
             self.anchor = AnchorFunction(self.recorder, cfg.cycle_function)
             self.anchor.install()
         elif not cfg.cycle_range and not cfg.cycle_ms:
-            from perfdiff.collect.found_cycles import FoundCycles
+            from perfdiff.collect.cycles.found_cycles import FoundCycles
+            from perfdiff.collect.cycles.found_function import FoundFunction
 
             self.found = FoundCycles(self.trace.clock_ns, self._before_found_cycle)
             self.found_marks = FoundMarks(self.found, self.trace, self.warnings)
             self._untrace_found_cycles(self.found)
             self.found.install()
+            self.found_function = FoundFunction(self.found, self._program_used_gpu,
+                                                marked=lambda: bool(self.log.starts))
+            self.found_function.start()
+
+    def _program_used_gpu(self) -> bool:
+        """Whether the program has initialised CUDA through torch, started CUPTI another way
+        (a CUDA library imported: deferred_trace.py), or launched a kernel the trace saw
+        (found_function.py starts learning then). Asked from the learning thread: nothing
+        here may initialise CUDA or depend on the calling thread's device."""
+        torch = sys.modules.get("torch")
+        if torch is not None and self._cuda_initialized(torch):
+            return True
+        if getattr(self.trace, "started_by", None) is not None:
+            return True
+        seen = getattr(self.trace, "records_so_far", None)
+        return bool(seen is not None and seen() > 0)
 
     def _untrace_found_cycles(self, found: Any) -> None:
         """Leave some optimizer step (or ``prof.step()``) cycles untraced, as marked cycles: the
@@ -204,22 +227,29 @@ class ChildCollector:
         profiler = self.core.untrace(
             found.profiler_log, every,
             allowed=lambda: not found.optimizer_log.starts and not optimizer.paused)
-        optimizer.allowed = lambda: not profiler.paused
+        # the found function's calls (found_function.py) until a step is seen: released then
+        function = self.core.untrace(found.function_log, every,
+                                     allowed=lambda: not found.stepped and not self.log.starts)
+        optimizer.allowed = lambda: not profiler.paused and not function.paused
         self.found_untraced = {id(found.optimizer_log): optimizer,
-                               id(found.profiler_log): profiler}
+                               id(found.profiler_log): profiler,
+                               id(found.function_log): function}
 
     def _before_found_cycle(self) -> None:
         """Before a found cycle's start: the samplers; the found logs' boundary marks once
         the GPU is known; CUPTI's launch API records off once they are marked
         (found_marks.py). Nothing may escape into the program (FoundCycles.new_cycle)."""
         self.core.start_samplers()
+        if self.found is not None and self.found.stepped and self.found_function is not None:
+            self.found_function.stop()  # optimizer or profiler steps win (found_cycles.py)
+            self.found_untraced[id(self.found.function_log)].release()
         marks = self.found_marks
         if marks is None:
             return
-        if not marks.tried and self.config.backend == "cupti":
+        if not marks.tried and self.config.traces_cupti:
             gpu = program_gpu()
             if gpu is not None:
-                from perfdiff.collect.boundary_marks import TorchBoundaryMarker
+                from perfdiff.collect.cycles.boundary_marks import TorchBoundaryMarker
 
                 marks.attach(lambda: TorchBoundaryMarker(gpu.torch, gpu.index))
         marks.before_cycle(len(self.log.starts))
@@ -282,7 +312,7 @@ class ChildCollector:
         raw = self.core.stop(_cuda_synchronize())
         cycles = self._cycles(raw)
         status = Status("incomplete", self.failure) if self.failure else Status("complete")
-        params = program_params(self.config, self.cycles_from)
+        params = {**program_params(self.config, self.cycles_from), **self.found_params}
         if self.found_marks is not None and self.found_marks.switched:
             params["launch_records"] = FoundMarks.PARAM
         return self.core.run_file(
@@ -302,21 +332,25 @@ class ChildCollector:
 
     def _cycles(self, raw: RawTrace) -> CycleTable:
         if self.config.cycle_ms:
-            from perfdiff.collect.window_cycles import fixed_windows
+            from perfdiff.collect.cycles.window_cycles import fixed_windows
 
             return fixed_windows(raw, self.config.cycle_ms, self.config.warmup)
         if self.anchor is not None:
             self.anchor.uninstall()
+        if self.found_function is not None:
+            self.found_function.uninstall()
         table = self.core.cycle_table(raw)
         # the found logs' marks leave ``raw`` whichever cycles the run gets
         found_marks = self.found_marks.launches(raw) if self.found_marks is not None else {}
         if table.index.size == 0 and self.found is not None:
-            from perfdiff.collect.found_cycles import choose_cycles
+            from perfdiff.collect.cycles.found_cycles import choose_cycles
 
             chosen = choose_cycles(self.found, raw, self.config.warmup, os.getpid(),
                                    found_marks)
             self.warnings.extend(chosen.warnings)
             self.cycles_from = chosen.cycles_from
+            if chosen.log is self.found.function_log:
+                self.found_params = {"found_function": self.found.function_name}
             if chosen.log is not None and id(chosen.log) in self.found_untraced:
                 self.applied_untraced = self.found_untraced[id(chosen.log)]
             return chosen.table
@@ -337,13 +371,11 @@ class ChildCollector:
         return table
 
     def _environment(self, torch: Any) -> Environment:
-        if self.config.backend == "fake":
-            from perfdiff.collect.inject.fake_backend import fake_device
-
-            return Environment(host=socket.gethostname(), driver_version=None,
-                               cuda_version=None, cupti_version=None, torch_version=None,
-                               python_version=platform.python_version(),
-                               devices=(fake_device(0),))
+        describe = getattr(self.trace, "environment", None)
+        if not self.config.traces_cupti and describe is not None:
+            # a backend that is no GPU (CPU tests) describes the device it stands for
+            environment: Environment = describe()
+            return environment
         from perfdiff.collect.environment import gather_environment
         from perfdiff.collect.sources import nvml_library
 
@@ -408,13 +440,15 @@ def program_params(config: InjectConfig, found: str | None = None) -> dict[str, 
 
 
 def open_trace(config: InjectConfig) -> TraceBackend:
-    """The tracing backend the config names."""
-    if config.backend == "fake":
-        from perfdiff.collect.inject.fake_backend import FakeTrace
+    """The tracing backend the config names (``MODULE:FUNCTION``, called with the config)."""
+    module, _, attribute = config.backend.partition(":")
+    factory = getattr(importlib.import_module(module), attribute)
+    trace: TraceBackend = factory(config)
+    return trace
 
-        return FakeTrace()
-    if config.backend != "cupti":
-        raise ValueError(f"unknown backend {config.backend!r}")
+
+def open_cupti_trace(config: InjectConfig) -> TraceBackend:
+    """CUPTI activity tracing, started when the program initialises CUDA (the default)."""
     from perfdiff.collect.inject.deferred_trace import DeferredTrace
     from perfdiff.collect.sources import open_trace as open_cupti
 
@@ -451,4 +485,5 @@ def activate() -> ChildCollector | None:
     return collector
 
 
-__all__ = ["ChildCollector", "activate", "open_trace", "program_name", "should_record"]
+__all__ = ["ChildCollector", "activate", "open_cupti_trace", "open_trace", "program_name",
+           "should_record"]

@@ -11,19 +11,24 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from perfdiff.collect.settings import DEFAULT_WARMUP, RecordSettings, check_program
+from perfdiff.collect.settings import DEFAULT_WARMUP, ProgramRecordSettings, check_program
 
 CONFIG_ENV = "PERFDIFF_INJECT_CONFIG"
 OWNER_ENV = "PERFDIFF_INJECT_OWNER"  # set by the process that records, so its children do not
 BOOT_DIR = Path(__file__).resolve().parent / "boot"
 SHARD_GLOB = "run*-rank*-pid*.json.gz"
+# The child's trace backend: MODULE:FUNCTION taking the config and returning a TraceBackend.
+# Why an import path and not a name from a fixed list: the parent passes it to a child process
+# through the JSON variable, so only an importable name can cross; the only one perfdiff
+# ships is CUPTI's. CPU tests name their own stand-in here (tests/support/fake_cupti.py).
+CUPTI_BACKEND = "perfdiff.collect.inject.child:open_cupti_trace"
 
 
 @dataclass(frozen=True)
-class InjectConfig(RecordSettings):
+class InjectConfig(ProgramRecordSettings):
     """What the child records and where it writes its shard: the shared sampler settings
-    (:class:`RecordSettings`, the same as a built-in workload's) plus how a program's cycles
-    are cut and where its shard goes."""
+    (:class:`ProgramRecordSettings`: a built-in workload's, with the program's PM interval)
+    plus how a program's cycles are cut and where its shard goes."""
 
     shard_dir: str
     run_index: int = 0
@@ -31,12 +36,18 @@ class InjectConfig(RecordSettings):
     cycle_ms: float | None = None  # fixed windows instead of marked cycles
     cycle_function: str | None = None  # MODULE:QUALNAME whose outermost calls are cycles
     warmup: int = DEFAULT_WARMUP  # the first N cycles are flagged warm-up
-    backend: str = "cupti"  # "cupti", or "fake" (CPU tests: see fake_backend)
+    backend: str = CUPTI_BACKEND  # MODULE:FUNCTION, config -> TraceBackend
     command: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_program(warmup=self.warmup, cycle_ms=self.cycle_ms, backend=self.backend)
+
+    @property
+    def traces_cupti(self) -> bool:
+        """Whether the child traces with CUPTI (the GPU is torch's; boundary marks can be
+        recorded), rather than with a backend that is no GPU at all."""
+        return self.backend == CUPTI_BACKEND
 
     def to_env(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -75,6 +86,7 @@ def child_environment(base: dict[str, str], config: InjectConfig) -> dict[str, s
 __all__ = [
     "BOOT_DIR",
     "CONFIG_ENV",
+    "CUPTI_BACKEND",
     "OWNER_ENV",
     "SHARD_GLOB",
     "InjectConfig",

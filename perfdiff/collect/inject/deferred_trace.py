@@ -28,7 +28,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from perfdiff.collect.import_hooks import when_imported
+from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.collect.records import RawTrace
 
 OTHER_CUDA_MODULES = ("cupy", "jax", "numba.cuda", "pycuda.driver", "tensorflow")

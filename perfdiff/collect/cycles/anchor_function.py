@@ -39,7 +39,7 @@ from collections.abc import Callable
 from types import CodeType, ModuleType
 from typing import Any
 
-from perfdiff.collect.import_hooks import when_imported
+from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.markers import CycleRecorder
 
 _TOOL_NAME = "perfdiff-cycle-function"
@@ -138,6 +138,35 @@ class AnchorFunction:
         self.resolved = f"{code.co_filename}:{code.co_firstlineno}"
         if not (hasattr(sys, "monitoring") and self._monitor(code)):
             setattr(owner, attr, _wrapped(raw, self))
+
+    def attach_code(self, code: CodeType) -> bool:
+        """Watch ``code``, found while the program runs (found_function.py) rather than named:
+        on 3.12+ through ``sys.monitoring`` on that very code object; else the attribute
+        wrapper at MODULE:QUALNAME, which must resolve to a function whose code (decorators
+        unwrapped) is ``code``, or callers would keep calling an unwatched one. False, with
+        ``problem`` saying why, when it cannot be watched."""
+        if self.code is not None or self._tool is not None:
+            return True
+        self.resolved = f"{code.co_filename}:{code.co_firstlineno}"
+        self.code = code  # before the events are on: the unwind callback compares it
+        if hasattr(sys, "monitoring") and self._monitor(code):
+            return True
+        self.code = None
+        module = sys.modules.get(self.module_name)
+        try:
+            if module is None:
+                raise AttributeError(self.module_name)
+            owner, attr, raw = _resolve(module, self.qualname)
+        except AttributeError:
+            self.problem = f"{self.spec} does not name it in its module"
+            return False
+        func = _function_of(raw)
+        if func is None or inspect.unwrap(func).__code__ is not code:
+            self.problem = f"{self.spec} names another object than the function called"
+            return False
+        self.code = code
+        setattr(owner, attr, _wrapped(raw, self))
+        return True
 
     def _monitor(self, code: CodeType) -> bool:
         """Watch ``code`` through ``sys.monitoring``; False when no tool id is free.

@@ -1,9 +1,9 @@
-"""The NVML polling process (``python -m perfdiff.collect.nvml_poller``): NVML read from a
+"""The NVML polling process (``python -m perfdiff.collect.nvml.nvml_poller``): NVML read from a
 process of its own, so that polling never takes the profiled program's interpreter lock.
 
 Why a process: every NVML call from a thread of the program releases the interpreter lock and
 takes it back, 7 calls per poll every 10 ms, and each take-back makes the program's thread
-hand the lock over (``perfdiff/collect/nvml_process.py``). Here the polling has an
+hand the lock over (``perfdiff/collect/nvml/nvml_process.py``). Here the polling has an
 interpreter to itself.
 
 Protocol: ``--out FILE`` gets one JSON header line (the quantities read, their units, the
@@ -14,7 +14,7 @@ standard input closes or its parent changes (the parent died), after one last ro
 rather than closing the pipe: a program that forks workers (DataLoader) hands them the
 pipe's write end too, and the pipe would then never close. A byte ``p`` on standard input
 pauses the polling (no reads, no rows) and ``r`` resumes it: the parent's untraced cycles
-(``perfdiff/collect/overhead.py``) measure the program without any of the collector.
+(``perfdiff/collect/cycles/overhead.py``) measure the program without any of the collector.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ import sys
 import time
 from typing import Any
 
-from perfdiff.collect.nvml import device_handle, load_nvml, read_row, working_quantities
+from perfdiff.collect.nvml.sampler import device_handle, load_nvml, read_row, working_quantities
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="perfdiff.collect.nvml_poller")
+    parser = argparse.ArgumentParser(prog="perfdiff.collect.nvml.nvml_poller")
     parser.add_argument("--index", type=int, required=True)
     parser.add_argument("--uuid", default="")
     parser.add_argument("--interval-s", type=float, required=True)

@@ -20,10 +20,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perfdiff.collect.decode import RecordLayoutError
-from perfdiff.collect.raw_intake import RawIntake
+from perfdiff.collect.cupti.decode import RecordLayoutError
+from perfdiff.collect.cupti.raw_intake import RawIntake
+from perfdiff.collect.cupti.spool import SPOOL_SUFFIX, SpoolError
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace, TransferRecord
-from perfdiff.collect.spool import SPOOL_SUFFIX, SpoolError
 from perfdiff.errors import CollectorUnavailableError
 
 BUFFER_BYTES = 32 * 1024 * 1024

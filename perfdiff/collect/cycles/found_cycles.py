@@ -11,15 +11,21 @@ its iterations are, in what it calls. In order of preference:
    iteration. The time before the first step and after the last are not cycles.
 2. **torch.profiler steps**: ``prof.step()`` ends one step and starts the next; ``profile.step``
    is wrapped to start a new cycle after each call.
-3. **the period of the launch sequence**, detected after the run
+3. **the program's outermost repeating Python call**, found while it runs by sampling its
+   stack (found_function.py): each outermost call of it is one cycle, as with
+   ``--cycle-function``, so some can be left untraced.
+4. **the period of the launch sequence**, detected after the run
    (:func:`perfdiff.schema.periods.detect_period`), with a warning that says what was found
    and how to pin the cycles down.
-4. Otherwise one warning and no cycles.
+5. Otherwise one warning and no cycles.
 
 Each way records into its own :class:`CycleLog` (on the trace's clock, with the samplers'
 start hook before each stamp, like explicit marks); :func:`choose_cycles` picks one at exit.
-Labels name the way (``optimizer step``, ``profiler step``, ``detected period``), never a
-count that differs between runs, so two runs cut the same way stay comparable.
+Labels name the way (``optimizer step``, ``profiler step``, ``detected period``; a found
+function's calls are labelled as ``--cycle-function``'s, ``function MODULE:QUALNAME``), never a
+count that differs between runs, so two runs cut the same way stay comparable (and two runs
+that found different functions, or one found and one pinned to the same function, are told
+apart or matched by the label, as the cycles they hold are).
 """
 
 from __future__ import annotations
@@ -34,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.collect.cycles import CycleLog, launch_times
-from perfdiff.collect.import_hooks import when_imported
+from perfdiff.collect.cycles.cycles import CycleLog, launch_times
+from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.collect.records import RawTrace
 from perfdiff.schema.model import CycleTable
 from perfdiff.schema.periods import Period, cycle_bounds_ns, detect_period
@@ -48,12 +54,17 @@ MIN_FOUND_CYCLES = 2  # fewer steps than this is not a loop (a single fine-tunin
 
 @dataclass
 class FoundCycles:
-    """Records optimizer steps and profiler steps as they happen."""
+    """Records optimizer steps and profiler steps as they happen, and the calls of the found
+    function (found_function.py fills ``function_log``)."""
 
     clock_ns: Callable[[], int]
     before_cycle: Callable[[], None] = lambda: None
     optimizer_log: CycleLog = field(init=False)
     profiler_log: CycleLog = field(init=False)
+    function_log: CycleLog = field(init=False)
+    function_name: str = ""  # MODULE:QUALNAME of the found function, once watched
+    function_problem: str = ""  # why no function was found (for the period's warning)
+    stepped: bool = False  # an optimizer or profiler stepped: their cycles win
     optimizer_name: str = ""
     optimizers_seen: int = 0
     _first: Any = None  # weak reference to the first optimizer that stepped
@@ -63,6 +74,7 @@ class FoundCycles:
     def __post_init__(self) -> None:
         self.optimizer_log = CycleLog(clock_ns=self.clock_ns)
         self.profiler_log = CycleLog(clock_ns=self.clock_ns)
+        self.function_log = CycleLog(clock_ns=self.clock_ns)
 
     def install(self) -> None:
         """Hook torch.optim and torch.profiler now, or as soon as the program imports them."""
@@ -111,6 +123,8 @@ class FoundCycles:
 
     def new_cycle(self, log: CycleLog, label: str) -> None:
         """End the open cycle of ``log`` and start the next (never raises into the program)."""
+        if log is not self.function_log:
+            self.stepped = True  # before ``before_cycle``: it lets the found function go
         try:
             self.before_cycle()
             log.begin_cycle(label, False)
@@ -135,10 +149,11 @@ class Chosen:
 
 
 def chosen_log(found: FoundCycles) -> CycleLog | None:
-    """The found log a run's cycles come from: optimizer steps, else profiler steps (each
-    needs ``MIN_FOUND_CYCLES`` completed cycles), else None (the detected period). One rule
-    for ``choose_cycles`` and for the marks that must know beforehand (found_marks.py)."""
-    for log in (found.optimizer_log, found.profiler_log):
+    """The found log a run's cycles come from: optimizer steps, else profiler steps, else the
+    found function's calls (each needs ``MIN_FOUND_CYCLES`` completed cycles), else None (the
+    detected period). One rule for ``choose_cycles`` and for the marks that must know
+    beforehand (found_marks.py)."""
+    for log in (found.optimizer_log, found.profiler_log, found.function_log):
         if log.table().index.size >= MIN_FOUND_CYCLES:
             return log
     return None
@@ -146,13 +161,17 @@ def chosen_log(found: FoundCycles) -> CycleLog | None:
 
 def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int,
                   mark_gpu_ns: Mapping[int, list[int] | None] | None = None) -> Chosen:
-    """Optimizer steps, else profiler steps, else the detected period, else no cycles.
+    """Optimizer steps, else profiler steps, else the found function's calls, else the
+    detected period, else no cycles.
 
     ``mark_gpu_ns``: id(log) -> the GPU start times of that log's boundary marks
     (found_marks.py), for the table's mark columns."""
     log = chosen_log(found)
     if log is not None:
         table = log.table((mark_gpu_ns or {}).get(id(log)))
+        if log is found.function_log:
+            return Chosen(flag_warmup(table, warmup), function_cycles_from(found.function_name),
+                          (function_warning(found.function_name, pid),), log=log)
         how = (found.describe_optimizer() if log is found.optimizer_log
                else "torch.profiler prof.step()")
         return Chosen(flag_warmup(table, warmup), how, log=log)
@@ -160,8 +179,10 @@ def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int,
     if period.found:
         how = ("; pin cycles with --cycle-function MODULE:QUALNAME (the function called once "
                "per iteration), --cycle-range NAME, or perfdiff.cycle()")
+        unfound = (f" (no repeating Python call found while it ran: "
+                   f"{found.function_problem})" if found.function_problem else "")
         warning = (f"pid {pid} marked no cycles and stepped no optimizer: cycles are the "
-                   f"{period.describe()}{how}")
+                   f"{period.describe()}{unfound}{how}")
         return Chosen(flag_warmup(table, warmup),
                       f"detected period of {period.period_launches} launches",
                       (warning,), period)
@@ -169,6 +190,18 @@ def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int,
                f"{period.describe()}; wrap each iteration in perfdiff.cycle(), or pass "
                "--cycle-function MODULE:QUALNAME, --cycle-range NAME or --cycle-ms MS")
     return Chosen(table, "none", (warning,), period)
+
+
+def function_cycles_from(spec: str) -> str:
+    """The run file's ``cycles_from`` for found-function cycles (names the way and the
+    function, never a count)."""
+    return f"function {spec} (found by sampling the Python stack)"
+
+
+def function_warning(spec: str, pid: int) -> str:
+    """What the run says about cycles cut at a found function, and how to pin it."""
+    return (f"cycles: each call of {spec} (found by sampling the Python stack of pid {pid}); "
+            f"pin it with --cycle-function {spec}")
 
 
 def flag_warmup(table: CycleTable, warmup: int) -> CycleTable:
@@ -206,6 +239,7 @@ def period_cycles(raw: RawTrace) -> tuple[Period, CycleTable]:
     return period, table
 
 
-__all__ = ["MIN_FOUND_CYCLES", "OPTIMIZER_LABEL", "PERIOD_LABEL", "PROFILER_LABEL", "Chosen",
-           "FoundCycles", "choose_cycles", "chosen_log", "flag_warmup", "launch_sequence",
+__all__ = ["MIN_FOUND_CYCLES", "OPTIMIZER_LABEL", "PERIOD_LABEL",
+           "PROFILER_LABEL", "Chosen", "FoundCycles", "choose_cycles", "chosen_log",
+           "flag_warmup", "function_cycles_from", "function_warning", "launch_sequence",
            "period_cycles"]

@@ -39,14 +39,14 @@ from typing import Any
 import numpy as np
 
 from perfdiff.collect.columns import TraceColumns, concat
-from perfdiff.collect.decode import (
+from perfdiff.collect.cupti.decode import (
     KNOWN_SIZES,
     LAYOUTS,
     RecordLayout,
     RecordLayoutError,
     decode_buffer,
 )
-from perfdiff.collect.spool import SpoolError, SpoolWriter, read_frames
+from perfdiff.collect.cupti.spool import SpoolError, SpoolWriter, read_frames
 
 # 256 KiB: ~1,000 kernel records. A buffer of kernels alone decodes in ~0.1 ms per 1,000
 # records, but kernels interleaved with memsets/memcpys (train-step: ~1,500 memsets per

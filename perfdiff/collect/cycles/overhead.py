@@ -48,10 +48,10 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.untraced_schedule import RUN_LENGTH, Schedule, make_schedule
 from perfdiff.collect.records import RawTrace
 from perfdiff.collect.settings import DEFAULT_COST_TARGET, DEFAULT_UNTRACED_EVERY
-from perfdiff.collect.untraced_schedule import RUN_LENGTH, Schedule, make_schedule
 from perfdiff.schema.model import CycleTable
 
 
@@ -169,6 +169,16 @@ class UntracedCycles:
             self._ever_paused.add(str(getattr(sampler, "name", "sampler")))
         self._off_ns = self.log.clock_ns() - began
         return True
+
+    def release(self) -> None:
+        """This log's cycles are no longer the run's (a found function's, once an optimizer or
+        profiler steps: found_cycles.py): tracing back on now if it is off for this log, and
+        no untraced cycle from it again, so that the winning log's cycles are traced as their
+        own schedule says. An open cycle of this log is then partly traced: never chosen."""
+        self._next = None
+        self.allowed = lambda: False
+        if self._paused:
+            self._resume()
 
     @property
     def paused(self) -> bool:

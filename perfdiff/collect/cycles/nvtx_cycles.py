@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
-from perfdiff.collect.import_hooks import when_imported
+from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.markers import CycleRecorder
 
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from perfdiff.collect.cycles import CycleLog
-from perfdiff.collect.found_cycles import MIN_FOUND_CYCLES, FoundCycles, chosen_log
-from perfdiff.collect.program_marks import launches_from_marks
+from perfdiff.collect.cycles.cycles import CycleLog
+from perfdiff.collect.cycles.found_cycles import MIN_FOUND_CYCLES, FoundCycles, chosen_log
+from perfdiff.collect.cycles.program_marks import launches_from_marks
 from perfdiff.collect.records import RawTrace
 
 
@@ -45,7 +45,7 @@ class FoundMarks:
         self.tried = False  # attach() was called (the GPU was known)
 
     def logs(self) -> tuple[CycleLog, ...]:
-        return (self.found.optimizer_log, self.found.profiler_log)
+        return (self.found.optimizer_log, self.found.profiler_log, self.found.function_log)
 
     def attach(self, make_marker: Callable[[], Any]) -> None:
         """One marker (``.mark()``, ``.stream_ids``) per found log, from now on; a marker

@@ -17,9 +17,9 @@ records, which then win over the marks.
 
 from __future__ import annotations
 
-from perfdiff.collect.boundary_marks import attach_launch_records, take_marks
-from perfdiff.collect.clock_check import clock_rate_warning
-from perfdiff.collect.cycles import CycleLog
+from perfdiff.collect.cupti.clock_check import clock_rate_warning
+from perfdiff.collect.cycles.boundary_marks import attach_launch_records, take_marks
+from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.records import RawTrace
 
 

@@ -17,6 +17,21 @@ touch, and a kernel launched with programmatic dependent launch may start its pr
 its predecessor finishes). It is the reader's own tolerance
 (:data:`perfdiff.schema.sense.OVERLAP_TOLERANCE_NS`), so that a file the collector writes is
 never one the reader refuses.
+
+Early starts (programmatic dependent launch) are not impossible, and are clipped, not
+dropped: on Hopper a kernel launched with PDL may be resident, and timed by CUPTI, before its
+predecessor on the stream has ended; it waits (griddepcontrol.wait) until the predecessor's
+work is complete. cuDNN does this: in a torchvision ResNet-50 training loop (H200,
+2026-11-28, ``bench/record_truth/cnn_train.py``) every layout kernel
+``cudnn::engines_precompiled::nchwToNhwcKernel`` was followed by a ``cask_plugin`` xmma
+convolution that started up to 480 ns before it ended among the kernels kept, and 112-270
+records a run overlapped by more, so all of that program's measured cycles were left out and
+``perfdiff compare`` had nothing to compare. Such a pair has its own shape: two launches, the
+later launched (higher correlation id) starting no earlier and ending no earlier than the
+earlier one, the overlap at most :data:`EARLY_START_LIMIT_NS`. Its later kernel's start is
+moved to the earlier's end (:func:`clip_early_starts`; no kernel time is invented, the waiting
+is given to no one) and the run file says how many. The graph replays above are one launch (one
+correlation id) and keep being dropped; so is every other overlap.
 """
 
 from __future__ import annotations
@@ -30,6 +45,9 @@ from perfdiff.schema.model import CycleTable, KernelTable
 from perfdiff.schema.sense import OVERLAP_TOLERANCE_NS
 
 TOLERANCE_NS = OVERLAP_TOLERANCE_NS
+# Largest early start clipped: 100 us, generous against the cuDNN layout kernel a convolution
+# overlaps (~23 us long, H200); a graph record ending a replay later overlapped by ~300 us.
+EARLY_START_LIMIT_NS = 100_000
 BoolArray = np.ndarray[tuple[int], np.dtype[np.bool_]]
 
 
@@ -60,6 +78,40 @@ def overlapping(kernels: KernelTable, tolerance_ns: int = TOLERANCE_NS) -> BoolA
     return bad
 
 
+def clip_early_starts(tables: Tables, tolerance_ns: int = TOLERANCE_NS,
+                      limit_ns: int = EARLY_START_LIMIT_NS) -> tuple[Tables, str | None]:
+    """Tables whose early-started kernels (module docstring) start at their predecessor's
+    end, and the line that counts them (None when there is none)."""
+    k = tables.kernels
+    if k.start_ns.size < 2:
+        return tables, None
+    order = np.lexsort((k.end_ns, k.start_ns, k.stream, k.device))
+    dev, stream = k.device[order], k.stream[order]
+    start, end, corr = k.start_ns[order], k.end_ns[order], k.correlation_id[order]
+    same = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
+    # the predecessor must hold the latest end of its stream so far (not inside another)
+    group = np.cumsum(np.r_[True, ~same])
+    latest = np.zeros(end.size, dtype=np.int64)
+    for g in np.unique(group):
+        idx = np.flatnonzero(group == g)
+        latest[idx] = np.maximum.accumulate(end[idx])
+    overlap = end[:-1] - start[1:]
+    early = (same & (overlap > tolerance_ns) & (overlap <= limit_ns)
+             & (latest[:-1] == end[:-1]) & (end[1:] >= end[:-1])
+             & (corr[:-1] > 0) & (corr[1:] > corr[:-1]))
+    if not early.any():
+        return tables, None
+    later = order[np.flatnonzero(early) + 1]
+    new_start = k.start_ns.copy()
+    new_start[later] = end[np.flatnonzero(early)]
+    kernels = dataclasses.replace(k, start_ns=new_start)
+    note = (f"{int(early.sum())} kernel(s) started up to {int(overlap[early].max()):,} ns before "
+            "the previous kernel of their stream ended (programmatic dependent launch, as "
+            "cuDNN and cuBLAS use on Hopper: the later kernel waits for the earlier); each "
+            "start was moved to the previous kernel's end")
+    return dataclasses.replace(tables, kernels=kernels), note
+
+
 def drop_overlapping(tables: Tables, cycles: CycleTable,
                      tolerance_ns: int = TOLERANCE_NS) -> tuple[Tables, CycleTable, str | None]:
     """Tables and cycles without impossible kernel records, and the warning that says so."""
@@ -88,4 +140,5 @@ def drop_overlapping(tables: Tables, cycles: CycleTable,
     return tables, cycles, warning
 
 
-__all__ = ["TOLERANCE_NS", "drop_overlapping", "overlapping"]
+__all__ = ["EARLY_START_LIMIT_NS", "TOLERANCE_NS", "clip_early_starts", "drop_overlapping",
+           "overlapping"]

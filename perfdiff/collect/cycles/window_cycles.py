@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from perfdiff.collect.cycles import launch_times
+from perfdiff.collect.cycles.cycles import launch_times
 from perfdiff.collect.records import RawTrace
 from perfdiff.schema.model import CycleTable
 

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from perfdiff.collect.inject.config import CONFIG_ENV
-from perfdiff.collect.nvml import NvmlSampler, NvmlUnavailable, nvml_series
+from perfdiff.collect.nvml.sampler import NvmlSampler, NvmlUnavailable, nvml_series
 from perfdiff.schema.model import MetricSeries
 
 START_TIMEOUT_S = 20.0
@@ -78,7 +78,7 @@ class NvmlProcessSampler:
         env.pop(CONFIG_ENV, None)  # the poller must not record itself
         with open(Path(self._dir) / "stderr.txt", "wb") as err:
             self._proc = subprocess.Popen(  # no shell; our own module, our own arguments
-                [sys.executable, "-m", "perfdiff.collect.nvml_poller", "--index",
+                [sys.executable, "-m", "perfdiff.collect.nvml.nvml_poller", "--index",
                  str(self._device), "--uuid", self._uuid, "--interval-s",
                  repr(self._interval_s), "--out", str(out)],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, env=env,
