@@ -8,7 +8,7 @@ large a real change must be to be found; one table shows both sides of that trad
 
 Run (CPU; ../shared must hold latencyprism/ and kineto/hta/)::
 
-    PYTHONPATH=. python bench/run_cv/pair_verdicts.py 1 2 5.8 \
+    PYTHONPATH=. python bench/run_cv/pair_verdicts.py 1 2 3 5.8 \
         > bench/run_cv/results/pair-verdicts-2026-11-28.json
 """
 

@@ -26,7 +26,7 @@ TestUnit = Literal["runs", "batch means", "cycles"]
 # run, which cannot show it. Defined here once: ``compare``'s option takes its default from it.
 # Where the figure comes from and what it costs: docs/explanation/statistics.md ("One run per
 # side") and bench/README.md (issue 28, "CPU only, 2026-11-28").
-DEFAULT_RUN_CV_PCT = 2.0
+DEFAULT_RUN_CV_PCT = 3.0
 
 
 @dataclass(frozen=True)
