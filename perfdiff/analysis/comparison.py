@@ -52,6 +52,8 @@ from perfdiff.analysis.noise import (
     idle_cycle_floor,
     inflation,
     interval_se,
+    minimum_detectable_pct,
+    never_called_pct,
     noise_model,
     paired_inflation,
     paired_positions,
@@ -157,7 +159,7 @@ def compare_tables(
         tables = with_family_rows(tables, works)
     n_runs = [int(t[C.RUN].nunique()) for t in tables]
     unit: TestUnit = "runs" if min(n_runs) >= 2 else "batch means"
-    notes.append(_unit_note(unit, n_runs, opts.n_batches, opts.run_cv_pct))
+    notes.append(_unit_note(unit, n_runs, opts))
     note = collective_note(
         set(tables[0][C.DEVICE]) | set(tables[1][C.DEVICE]),
         set(tables[0][C.FUNCTION]) | set(tables[1][C.FUNCTION]),
@@ -259,17 +261,29 @@ def _appended(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table, extra.reindex(columns=table.columns)], ignore_index=True)
 
 
-def _unit_note(unit: TestUnit, n_runs: list[int], n_batches: int, run_cv_pct: float) -> str:
+def _unit_note(unit: TestUnit, n_runs: list[int], opts: CompareOptions) -> str:
+    """How the tests formed their samples; for one-run sides, what that costs in numbers:
+    the cycle-time changes the pair cannot call and can detect at the assumed run-to-run
+    variation (``noise.never_called_pct``, ``noise.minimum_detectable_pct``), and how to
+    measure that variation instead."""
     if unit == "runs":
         return (
             f"Tests use run-level means ({n_runs[0]} vs {n_runs[1]} runs): consecutive cycles "
             "are correlated, runs are not."
         )
+    single = sum(1 for n in n_runs if n < 2)
+    detected = minimum_detectable_pct(opts, single)
+    never = never_called_pct(opts, single)
+    sides = "Each side is" if single == 2 else "One side is"
     return (
-        f"One run on at least one side: tests use batch means (up to {n_batches} batches of "
-        "consecutive cycles per side), since consecutive cycles are correlated. One run cannot "
-        f"show run-to-run variation: the tests assume {run_cv_pct:g} % per single-run side "
-        "(--run-cv-pct); record >= 2 runs per side to measure it instead."
+        f"One run on at least one side: tests use batch means (up to {opts.n_batches} batches "
+        "of consecutive cycles per side), since consecutive cycles are correlated. "
+        f"{sides} one run, which cannot show run-to-run variation: the tests assume "
+        f"{opts.run_cv_pct:g} % per one-run side (--run-cv-pct), so this pair calls no "
+        f"cycle-time change under {never:.1f} % and finds one of {detected:.1f} % (its minimum "
+        "detectable change) at best 4 times in 5. To measure the variation instead, record "
+        "two or more runs per side (perfdiff collect --runs N, or several recordings joined "
+        "by perfdiff merge) and compare those."
     )
 
 

@@ -22,6 +22,12 @@ Verdict = Literal["slower", "faster", "no change", "insufficient data", "appeare
 #   "cycles"      - raw per-cycle samples (only in --seed-compatible mode)
 TestUnit = Literal["runs", "batch means", "cycles"]
 
+# Run-to-run variation (CV of a process's mean cycle time, %) assumed for a side recorded in one
+# run, which cannot show it. Defined here once: ``compare``'s option takes its default from it.
+# Where the figure comes from and what it costs: docs/explanation/statistics.md ("One run per
+# side") and bench/README.md (issue 28, "CPU only, 2026-11-28").
+DEFAULT_RUN_CV_PCT = 3.0
+
 
 @dataclass(frozen=True)
 class CompareOptions:
@@ -37,7 +43,7 @@ class CompareOptions:
     force: bool = False  # compare runs from different GPU models / workloads anyway
     # added by the statistics: run-to-run variation (coefficient of variation, %) assumed when a
     # side has one run, since one run cannot show it (docs/explanation/statistics.md)
-    run_cv_pct: float = 2.0
+    run_cv_pct: float = DEFAULT_RUN_CV_PCT
     # added by the statistics (issue 6): the same assumption for GPU idle, in % of the *cycle*
     # time (idle is the remainder of the cycle and moves with it); None: run_cv_pct
     idle_run_cv_pct: float | None = None

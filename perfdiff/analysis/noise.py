@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from perfdiff.analysis.stats import (
     autocorrelation_model,
     batch_df_factor,
     batch_variance_inflation,
+    minimum_detectable_floored,
     welch,
 )
 from perfdiff.analysis.units import SideUnits, group_rows
@@ -38,6 +40,37 @@ def noise_model(
     single = [_runs_in(u, group) < 2 for u in units]
     floor = float(np.sqrt(sum(cv**2 for s in single if s)))
     return max(REL_SE_FLOOR, floor), True
+
+
+def minimum_detectable_pct(opts: CompareOptions, single_run_sides: int) -> float:
+    """The minimum detectable cycle-time change (%, 80 % power, at ``opts.alpha``) that the
+    assumed run-to-run variation alone allows a pair with ``single_run_sides`` one-run sides,
+    however many cycles each has; at least the practical threshold.
+
+    Why: each one-run side adds ``run_cv_pct`` to the relative floor of the SE (``noise_model``,
+    ``summary.cycle_time_change``), a known variance that no number of cycles shrinks. The
+    same MDE as the report's (``stats.minimum_detectable_floored``: a slowdown raises its own
+    floor), with no within-run noise, which can only add to it.
+    """
+    floor = np.sqrt(single_run_sides) * opts.run_cv_pct / 100.0
+    mde = minimum_detectable_floored(
+        np.zeros(1), np.full(1, np.inf), opts.alpha, mean_normal=np.ones(1), rel_floor=floor,
+        abs_floor=0.0, threshold=opts.practical_threshold_pct / 100.0)
+    return float(100.0 * mde[0])
+
+
+def never_called_pct(opts: CompareOptions, single_run_sides: int) -> float:
+    """The cycle-time change (%) below which a pair with ``single_run_sides`` one-run sides
+    never calls a change, in either direction, however many cycles it has.
+
+    Why beside the MDE: a change between the two is sometimes called, sometimes not; users
+    asking "could this pair have shown a 3 % change at all?" need this bound. The verdict needs
+    p < alpha, so |Δ| > z(1 - alpha/2) times the floor (a speed-up's floor scales with the
+    normal mean, the smaller one), and |Δ| above the practical threshold.
+    """
+    floor = np.sqrt(single_run_sides) * opts.run_cv_pct
+    z = NormalDist().inv_cdf(1.0 - opts.alpha / 2.0)  # the floor has no degrees of freedom
+    return float(max(opts.practical_threshold_pct, z * floor))
 
 
 def idle_cycle_floor(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from perfdiff.analysis.self_overhead import self_overhead_notes
+from perfdiff.analysis.self_overhead import other_tool_cost_note, self_overhead_notes
 from perfdiff.schema.loaded import (
     IMPORTED_KIND,
     LATENCYPRISM_KIND,
@@ -69,8 +69,10 @@ def side_of(found: LoadedInput) -> Side:
     if found.run_file is not None:
         return side_from_run_file(found.run_file, source=found.source)
     assert found.cycle_rows is not None  # a LoadedInput is one or the other
+    # per-cycle rows reduced by another tool (LatencyPrism): its traced time, like a trace's
     return Side(cycle_rows_table(found.cycle_rows),
-                SideMeta(source=found.source, kind=found.kind, workload=found.workload))
+                SideMeta(source=found.source, kind=found.kind, workload=found.workload,
+                         warnings=(other_tool_cost_note(found.source, "LatencyPrism folder"),)))
 
 
 def cycle_rows_table(rows: CycleRows) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from perfdiff.analysis.model import DEFAULT_RUN_CV_PCT
 from perfdiff.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ class CompareArgs:
     rows: int = 30
     alpha: float = 0.05
     threshold: float = 1.0
-    run_cv_pct: float = 2.0
+    run_cv_pct: float = DEFAULT_RUN_CV_PCT
     fail_on_regression: float | None = None
     plots: str | None = None
     seed_compatible: bool = False

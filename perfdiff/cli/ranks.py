@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from perfdiff.analysis.ranks.model import DEFAULT_GPU_CV_PCT
 from perfdiff.cli.options import (
     OutputFormat,
     alpha_option,
@@ -38,7 +39,7 @@ def ranks(
         "of its cycle (%).")] = 1.0,
     gpu_cv_pct: Annotated[float, typer.Option(
         "--gpu-cv-pct", min=0.0, help="How much the same work may differ between healthy "
-        "GPUs of the job (%), added to each test's uncertainty.")] = 2.0,
+        "GPUs of the job (%), added to each test's uncertainty.")] = DEFAULT_GPU_CV_PCT,
     top: Annotated[int, typer.Option(
         "--top", min=1, help="Kernels named per straggler in markdown.")] = 10,
     cycle_range: Annotated[str | None, typer.Option(

@@ -110,17 +110,22 @@ def test_one_run_per_side_does_not_flag_changes_within_run_to_run_variation() ->
     normal = make_run_file(n_cycles=60, noise=0.001, seed=1)
     abnormal = make_run_file(_slower_gemm(1.5, tensor=80.0), n_cycles=60, noise=0.001, seed=2)
     gemm = next(r for r in _compare(normal, abnormal).rows if r.function == "gemm_kernel")
-    assert gemm.q_value > 0.05  # 1.5 % is within the assumed 2 % run-to-run variation
+    assert gemm.q_value > 0.05  # 1.5 % is within the assumed 3 % run-to-run variation
     assert gemm.time_ci_low_ms < 0 < gemm.time_ci_high_ms
 
 
 def test_many_small_slowdowns_are_reported_as_contributors() -> None:
-    """Ten kernels each +0.02 ms (< 1 % of a ~2.5 ms cycle); together the cycle is +8 %."""
+    """Ten kernels each +0.02 ms (< 1 % of a ~2.5 ms cycle); together the cycle is +8 %.
+
+    At 2 % assumed run-to-run variation: at the 3 % default a one-run pair never calls a
+    cycle-time change under 8.3 % (noise.never_called_pct), so this +8 % would be "no change"
+    there; what is tested here is the contributors' rule, not the default."""
     base = [KernelSpec(f"k{i}", 0.2) for i in range(10)]
     slow = [dataclasses.replace(k, ms=0.22) for k in base]
     c = _compare(
         make_run_file(base, n_cycles=40, noise=0.005, metrics=()),
         make_run_file(slow, n_cycles=40, noise=0.005, seed=3, metrics=()),
+        dataclasses.replace(FAST, run_cv_pct=2.0),
     )
     assert c.cycle_time.verdict == "slower"
     assert not [r for r in c.rows if r.verdict in CHANGED]
@@ -298,14 +303,14 @@ def test_cut_differently_note_counts_labels_instead_of_listing_them() -> None:
 
 def test_one_run_assumption_is_stated_and_is_the_contract() -> None:
     """The one-run report names the run-to-run variation it assumed; assuming none, a 1.5 %
-    change that the 2 % default hides is flagged (issue 6: the test is exact under its stated
+    change that the 3 % default hides is flagged (issue 6: the test is exact under its stated
     assumption, docs/explanation/validation.md)."""
     normal = make_run_file(n_cycles=60, noise=0.001, seed=1)
     abnormal = make_run_file(_slower_gemm(1.5, tensor=80.0), n_cycles=60, noise=0.001, seed=2)
     default = _compare(normal, abnormal)
-    assert any("assume 2 % per single-run side" in note for note in default.notes)
+    assert any("assume 3 % per one-run side" in note for note in default.notes)
     none = _compare(normal, abnormal, dataclasses.replace(FAST, run_cv_pct=0.0))
-    assert any("assume 0 % per single-run side" in note for note in none.notes)
+    assert any("assume 0 % per one-run side" in note for note in none.notes)
     gemm = next(r for r in none.rows if r.function == "gemm_kernel")
     assert gemm.q_value < 0.05
     assert none.mde_pct < default.mde_pct

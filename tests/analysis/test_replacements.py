@@ -87,7 +87,10 @@ def test_pseudo_rows_leave_every_function_row_as_it_was(monkeypatch: pytest.Monk
 
     assert any(r.func_type == "family" for r in with_pseudo.rows)
     assert repr(key(with_pseudo)) == repr(key(without))
-    assert with_pseudo.mde_pct == without.mde_pct
+    # the MDE is a fixed point iterated to rtol 1e-9 (stats.minimum_detectable_floored) over
+    # arrays whose length differs with the pseudo rows: equal to that tolerance, not to the bit
+    # (at the 3 % default the last digits differed: 12.91183725091273 vs 12.911837250892901)
+    assert with_pseudo.mde_pct == pytest.approx(without.mde_pct, rel=1e-9)
 
 
 def test_a_repeated_launch_sequence_is_aligned_once_per_device_against_its_own_reference(

@@ -15,6 +15,13 @@ from perfdiff.errors import UsageError
 RankVerdict = Literal["straggler", "slower, waits too", "no straggler", "insufficient data"]
 
 
+# GPU-to-GPU variation (CV, %) of the same work on healthy ranks of one job; defined once:
+# ``ranks``' option takes its default from it. Not the between-process variation ``compare``
+# assumes for one-run sides (``perfdiff.analysis.model.DEFAULT_RUN_CV_PCT``): ranks of one job
+# share the process start, the inputs and the moment, so the two are separate settings.
+DEFAULT_GPU_CV_PCT = 2.0
+
+
 @dataclass(frozen=True)
 class RanksOptions:
     """Knobs of the straggler search (the CLI maps its flags onto these).
@@ -22,13 +29,12 @@ class RanksOptions:
     ``gpu_cv_pct``: how much the same work may differ between two healthy ranks of one job
     (different GPUs of one model, their clocks and placement), as a coefficient of variation;
     it is added to the standard error of a rank's excess so that a 0.3 % difference between two
-    healthy cards is never called a straggler because 40 cycles measured it precisely. 2 % is
-    the run-to-run assumption ``compare`` makes for one-run sides (``CompareOptions.run_cv_pct``).
+    healthy cards is never called a straggler because 40 cycles measured it precisely.
     """
 
     alpha: float = 0.05  # false-discovery rate over ranks (and over a straggler's kernels)
     practical_threshold_pct: float = 1.0  # excess work must exceed this share of the cycle
-    gpu_cv_pct: float = 2.0
+    gpu_cv_pct: float = DEFAULT_GPU_CV_PCT
     n_batches: int = 10  # batch means of consecutive cycles (they are correlated)
     top: int = 10  # kernels named per straggler in the markdown report
 
