@@ -10,9 +10,6 @@ untraced cycles existed for most of them)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,8 +17,7 @@ import pytest
 from perfdiff.analysis.self_overhead import self_overhead_notes
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
-from tests.collect.test_found_untraced import STAND_IN
-from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
+from tests.support.stand_in_programs import TORCH_STEPS, collect_program
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -34,7 +30,7 @@ HEAD = "import time\nfrom tests.support.fake_cupti import launch\n"
 N = 60
 
 STAND_INS = {  # the same stand-in torch as the found-cycle tests, plus nvtx and a module
-    **STAND_IN,
+    **TORCH_STEPS,
     "nvtx.py": "def push_range(message=None, **kw): pass\ndef pop_range(domain=None): pass\n",
     "steps.py": f"import time\nfrom tests.support.fake_cupti import launch\n"
                 f"def train_step():{STEP}",
@@ -58,19 +54,8 @@ PROGRAMS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def _collect(folder: Path, body: str, *options: str) -> RunFile:
-    for name, text in STAND_INS.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    (folder / "prog.py").write_text(body.replace("range(N)", f"range({N})"))
-    out = folder / "run.json.gz"
-    env = fake_env({**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(folder), os.environ.get("PYTHONPATH", "")])})
-    env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "2", *options,
-                           "--", sys.executable, "prog.py"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=180, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return load_run_file(out)
+    return collect_program(folder, body.replace("range(N)", f"range({N})"), *options,
+                           files=STAND_INS)
 
 
 @pytest.mark.parametrize("kind", sorted(PROGRAMS))

@@ -13,7 +13,6 @@ one to two seconds of the program's run: the programs run about three seconds.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -23,9 +22,8 @@ import numpy as np
 import pytest
 
 from perfdiff.analysis.self_overhead import self_overhead_notes
-from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
-from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
+from tests.support.stand_in_programs import TORCH_STEPS, collect_program
 
 PERFDIFF = [sys.executable, "-c", "from perfdiff.cli.app import main; main()"]
 
@@ -57,18 +55,8 @@ STAND_IN = {
                 return decorate_context
             return decorator
     """),
-    "torch/optim/__init__.py": "from torch.optim.optimizer import Optimizer\n",
-    "torch/optim/optimizer.py": textwrap.dedent("""
-        _hooks = []
-        def register_optimizer_step_post_hook(hook):
-            _hooks.append(hook)
-        class Optimizer:
-            def step(self):
-                for hook in list(_hooks):
-                    hook(self, (), {})
-    """),
-    "torch/profiler/__init__.py": "from torch.profiler.profiler import profile\n",
-    "torch/profiler/profiler.py": "class profile:\n    def step(self):\n        pass\n",
+    **{name: text for name, text in TORCH_STEPS.items()
+       if name.startswith(("torch/optim", "torch/profiler"))},
 }
 HEADER = """\
 import time
@@ -78,19 +66,8 @@ from tests.support.fake_cupti import launch
 
 
 def collect(folder: Path, body: str, *options: str, out_name: str = "run.json.gz") -> RunFile:
-    for name, text in STAND_IN.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    (folder / "prog.py").write_text(HEADER + textwrap.dedent(body))
-    out = folder / out_name
-    env = fake_env({**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(folder), os.environ.get("PYTHONPATH", "")])})
-    env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "2", *options,
-                           "--", sys.executable, "prog.py"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=180, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return load_run_file(out)
+    return collect_program(folder, HEADER + textwrap.dedent(body), *options, files=STAND_IN,
+                           out_name=out_name)
 
 
 def iterations(rf: RunFile, prefix: str = "i") -> dict[int, set[int]]:

@@ -9,55 +9,18 @@ hooks torch's own (``when_imported``); nothing in perfdiff knows the stand-in.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 
 from perfdiff.analysis.untraced_time import timed_untraced
-from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import RunFile
-from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
-
-STAND_IN = {
-    "torch/__init__.py": "from torch import cuda, optim, profiler\n",
-    "torch/cuda.py": "def is_initialized():\n    return False\n",
-    "torch/optim/__init__.py": "from torch.optim.optimizer import Optimizer\n",
-    "torch/optim/optimizer.py": textwrap.dedent("""
-        _hooks = []
-        def register_optimizer_step_post_hook(hook):
-            _hooks.append(hook)
-        class Optimizer:
-            def step(self):
-                for hook in list(_hooks):
-                    hook(self, (), {})
-    """),
-    "torch/profiler/__init__.py": "from torch.profiler.profiler import profile\n",
-    "torch/profiler/profiler.py": textwrap.dedent("""
-        class profile:
-            def step(self):
-                pass
-    """),
-}
+from tests.support.stand_in_programs import collect_program
 
 
 def collect(folder: Path, body: str, *options: str) -> RunFile:
-    for name, text in STAND_IN.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
-    (folder / "prog.py").write_text(textwrap.dedent(body))
-    out = folder / "run.json.gz"
-    env = fake_env({**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(folder), os.environ.get("PYTHONPATH", "")])})
-    env.pop("PERFDIFF_INJECT_CONFIG", None)
-    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "2", *options,
-                           "--", sys.executable, "prog.py"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=180, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return load_run_file(out)
+    return collect_program(folder, textwrap.dedent(body), *options)
 
 
 def untraced_and_kernels(rf: RunFile) -> tuple[list[int], set[int]]:
