@@ -51,6 +51,21 @@ EARLY_START_LIMIT_NS = 100_000
 BoolArray = np.ndarray[tuple[int], np.dtype[np.bool_]]
 
 
+def _by_stream(kernels: KernelTable) -> tuple[np.ndarray, BoolArray, np.ndarray]:
+    """Kernels in (device, stream, start, end) order, for both rules below: the order, whether
+    each kernel shares its predecessor's stream (the first never does), and the latest end of
+    its stream so far, itself included. One pass per stream, slices of the sorted array."""
+    order = np.lexsort((kernels.end_ns, kernels.start_ns, kernels.stream, kernels.device))
+    dev, stream = kernels.device[order], kernels.stream[order]
+    end = kernels.end_ns[order]
+    same = np.r_[False, (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])]
+    latest = np.empty_like(end)
+    bounds = np.r_[np.flatnonzero(~same), end.size]
+    for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        latest[first:stop] = np.maximum.accumulate(end[first:stop])
+    return order, same, latest
+
+
 def overlapping(kernels: KernelTable, tolerance_ns: int = TOLERANCE_NS) -> BoolArray:
     """Mask of kernels that start before an earlier kernel of their (device, stream) ended,
     and of the earlier kernels they overlap (the one holding the latest end so far)."""
@@ -58,23 +73,14 @@ def overlapping(kernels: KernelTable, tolerance_ns: int = TOLERANCE_NS) -> BoolA
     bad = np.zeros(n, dtype=np.bool_)
     if n < 2:
         return bad
-    order = np.lexsort((kernels.end_ns, kernels.start_ns, kernels.stream, kernels.device))
-    dev, stream = kernels.device[order], kernels.stream[order]
+    order, same, latest = _by_stream(kernels)
     start, end = kernels.start_ns[order], kernels.end_ns[order]
-    same = np.r_[False, (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])]
-    group = np.cumsum(~same)
-    # latest end of any earlier kernel of the same stream, and which kernel holds it
-    for g in np.unique(group[same]):
-        idx = np.flatnonzero(group == g)
-        ends = end[idx]
-        holder = np.maximum.accumulate(np.where(ends == np.maximum.accumulate(ends),
-                                                np.arange(idx.size), 0))
-        prev_end = np.r_[np.iinfo(np.int64).min, np.maximum.accumulate(ends)[:-1]]
-        prev_holder = np.r_[0, holder[:-1]]
-        hit = start[idx] + tolerance_ns < prev_end
-        if hit.any():
-            bad[order[idx[hit]]] = True
-            bad[order[idx[prev_holder[hit]]]] = True
+    # which kernel holds its stream's latest end so far (a stream's first kernel always does)
+    holder = np.maximum.accumulate(np.where(end == latest, np.arange(n), 0))
+    hit = same[1:] & (start[1:] + tolerance_ns < latest[:-1])
+    if hit.any():
+        bad[order[1:][hit]] = True
+        bad[order[holder[:-1][hit]]] = True
     return bad
 
 
@@ -85,18 +91,11 @@ def clip_early_starts(tables: Tables, tolerance_ns: int = TOLERANCE_NS,
     k = tables.kernels
     if k.start_ns.size < 2:
         return tables, None
-    order = np.lexsort((k.end_ns, k.start_ns, k.stream, k.device))
-    dev, stream = k.device[order], k.stream[order]
+    order, same, latest = _by_stream(k)
     start, end, corr = k.start_ns[order], k.end_ns[order], k.correlation_id[order]
-    same = (dev[1:] == dev[:-1]) & (stream[1:] == stream[:-1])
-    # the predecessor must hold the latest end of its stream so far (not inside another)
-    group = np.cumsum(np.r_[True, ~same])
-    latest = np.zeros(end.size, dtype=np.int64)
-    for g in np.unique(group):
-        idx = np.flatnonzero(group == g)
-        latest[idx] = np.maximum.accumulate(end[idx])
     overlap = end[:-1] - start[1:]
-    early = (same & (overlap > tolerance_ns) & (overlap <= limit_ns)
+    # the predecessor must hold the latest end of its stream so far (not inside another)
+    early = (same[1:] & (overlap > tolerance_ns) & (overlap <= limit_ns)
              & (latest[:-1] == end[:-1]) & (end[1:] >= end[:-1])
              & (corr[:-1] > 0) & (corr[1:] > corr[:-1]))
     if not early.any():
