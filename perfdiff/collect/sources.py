@@ -152,13 +152,13 @@ def open_nvml(settings: RecordSettings, nvml: Any, torch: Any, device_index: int
     return open_nvml_sampler(settings, device_index, clock_ns, nvml, uuid, warnings)
 
 
-__all__ = ["OpenedSources", "check_prerequisites", "nvml_library", "open_marker", "open_nvml",
-           "open_sources", "open_trace"]
-
-
 def remove_spool_dir(spool_dir: str | None) -> None:
     """Remove a built-in run's temporary spool folder; safe to call twice (the session removes
     it after stop, the CLI again if the run never reached the session, e.g. a ``--contend``
     neighbour that failed to start)."""
     if spool_dir is not None:
         shutil.rmtree(spool_dir, ignore_errors=True)
+
+
+__all__ = ["OpenedSources", "check_prerequisites", "nvml_library", "open_marker", "open_nvml",
+           "open_sources", "open_trace", "remove_spool_dir"]
