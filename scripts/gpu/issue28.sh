@@ -2,7 +2,7 @@
 # Issue 28 on the lent GPU: fixtures for issue 23, torch.profiler traces, the CUDA-graph probe,
 # and bare vs `perfdiff collect` processes alternated (bench/record_truth/ programs).
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
-#   steps: install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
+#   steps: var smi smistop install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
 #          overhead timmlong gil stream timmvar gpt2holds gpuall costprobe bisect pmsweep gpt2pm
 #          compare packsmall drainprobe overlapdump pmcheck graphmeans
 #          pack (COLLECT_OPTS: extra collect options)
@@ -279,6 +279,42 @@ step_packsmall() {  # logs and summaries in one tar, run files in one tar per pr
   rm -rf "$W"
   ls -la "$OUT"
 }
+
+variant() {  # variant PROG CFG ROUND: PROG recorded as CFG (D defaults, P --no-pm, Q --no-pm
+  # --no-nvml, F perfdiff's Python side only: the fake CUPTI backend, --no-pm --no-nvml)
+  local p=$1 c=$2 r=$3 f="$W/rounds/$1$2-r$3"
+  case $c in
+    B) bare "$p" "$W/rounds/$p-r$r-bare.log" >/dev/null ;;
+    D) run timeout 180 "${PD[@]}" collect $(opts "$p") -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
+    P) run timeout 180 "${PD[@]}" collect $(opts "$p") --no-pm -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
+    Q) run timeout 180 "${PD[@]}" collect $(opts "$p") --no-pm --no-nvml -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
+    F) PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" run timeout 150 "${PD_FAKE[@]}" collect $(opts "$p") --no-pm --no-nvml \
+         -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
+  esac
+}
+
+step_var() {  # each of VARS (B bare, D, P, Q, F) for each of VARPROGS, order rotated every
+  local r c cfgs p  # round; every variant's run gets its round's bare log (untraced_check.py)
+  for r in $(seq 1 "${ROUNDS:-3}"); do
+    for p in ${VARPROGS:-graph-bf16}; do
+      cfgs=${VARS:-B D P F}
+      for _ in $(seq 2 "$r"); do cfgs="${cfgs#* } ${cfgs%% *}"; done
+      say "var $p round $r: $cfgs"
+      for c in $cfgs; do variant "$p" "$c" "$r"; done
+      for c in $cfgs; do
+        [ "$c" = B ] || cp "$W/rounds/$p-r$r-bare.log" "$W/rounds/$p$c-r$r-bare.log" 2>/dev/null
+      done
+    done
+  done
+}
+
+step_smi() {  # GPU clocks, power, temperature every 200 ms in the background (read only)
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active \
+    --format=csv -lms 200 > "$W/smi.csv" 2>&1 &
+  echo $! > "$W/smi.pid"
+}
+
+step_smistop() { kill "$(cat "$W/smi.pid")" 2>/dev/null; rm -f "$W/smi.pid"; wc -l "$W/smi.csv" | tee -a "$LOG"; }
 
 step_rounds() {  # bare and recorded alternated, order flipped every round
   local r p
