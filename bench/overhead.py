@@ -25,7 +25,11 @@ from round to round, so no mode always runs first or last.
 Second design (``--alternate BLOCKS``): one process per instrumented mode, alternating blocks
 of bare cycles and cycles under the mode on the same model (see ``child_alternating``).
 
-Usage: python bench/overhead.py [--rounds 5] [--cycles 40] [--modes a,b,...] [--json OUT.json]
+``--workload train-step`` times the built-in training step instead (issue 28's second
+overhead figure); gpt-infer is the default.
+
+Usage: python bench/overhead.py [--workload gpt-infer] [--rounds 5] [--cycles 40]
+           [--modes a,b,...] [--json OUT.json]
        python bench/overhead.py --alternate 8 --cycles 60 [--modes perfdiff,torch.profiler]
        python bench/overhead.py --child MODE --cycles N   (one child, prints JSON)
 """
@@ -61,6 +65,10 @@ class TimingMarker:
             self.durations.append((warmup, time.perf_counter_ns() - t0))
 
 
+# the built-in workload every child times (--workload)
+WORKLOAD = "gpt-infer"
+_CHILD = [sys.executable, __file__, "--workload", WORKLOAD]  # a child process's argv head
+
 def settings_for(mode: str) -> Any:
     """The collection settings of a perfdiff mode (which sources are on)."""
     from perfdiff.collect.session import CollectSettings
@@ -85,14 +93,14 @@ def child(mode: str, cycles: int) -> None:
     from perfdiff.collect.workloads.base import CyclePlan, Workload
     from perfdiff.markers import CycleMarker, NullMarker
 
-    cls = get_workload_class("gpt-infer")
+    cls = get_workload_class(WORKLOAD)
     plan = CyclePlan(cycles, WARMUP)
     timing = TimingMarker(NullMarker())
 
     class Timed(Workload):
         """The workload with a timing marker slipped between it and the collector."""
 
-        name = "gpt-infer"
+        name = WORKLOAD
         summary = ""
         params_class = cls.params_class
 
@@ -160,7 +168,7 @@ def child_alternating(mode: str, cycles: int, blocks: int) -> None:
     from perfdiff.collect.workloads.base import CyclePlan, Workload
     from perfdiff.markers import CycleMarker, NullMarker
 
-    cls = get_workload_class("gpt-infer")
+    cls = get_workload_class(WORKLOAD)
     plan = CyclePlan(cycles, 3)
     timing = TimingMarker(NullMarker())
     inner = cls(cls.params_class())
@@ -169,7 +177,7 @@ def child_alternating(mode: str, cycles: int, blocks: int) -> None:
     class Ready(Workload):
         """The set-up workload, timed; setup is a no-op (the model is built once)."""
 
-        name = "gpt-infer"
+        name = WORKLOAD
         summary = ""
         params_class = cls.params_class
 
@@ -225,7 +233,7 @@ def alternating(modes: list[str], cycles: int, blocks: int) -> dict[str, Any]:
     result: dict[str, Any] = {"design": "alternating blocks in one process per mode",
                               "cycles_per_block": cycles, "block_pairs": blocks}
     for mode in modes:
-        proc = subprocess.run([sys.executable, __file__, "--child", mode, "--alternate",
+        proc = subprocess.run([*_CHILD, "--child", mode, "--alternate",
                                str(blocks), "--cycles", str(cycles)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
@@ -254,6 +262,8 @@ def alternating(modes: list[str], cycles: int, blocks: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", default=None)
+    parser.add_argument("--workload", default="gpt-infer",
+                        help="the built-in workload timed (gpt-infer, train-step)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cycles", type=int, default=40)
     parser.add_argument("--json", default=None)
@@ -261,6 +271,9 @@ def main() -> None:
     parser.add_argument("--alternate", type=int, default=0, metavar="BLOCKS",
                         help="the in-process design: BLOCKS bare/mode block pairs per mode")
     args = parser.parse_args()
+    global WORKLOAD
+    WORKLOAD = args.workload
+    _CHILD[2:] = ["--workload", WORKLOAD]
     if args.child:
         if args.alternate:
             child_alternating(args.child, args.cycles, args.alternate)
@@ -281,14 +294,14 @@ def main() -> None:
     # one untimed child first: the first process after the machine starts pays for a cold
     # GPU (clocks ramping) and a cold page cache (the H100 run of 2026-11-22: +17 % and +69 %
     # in round 0), which belongs to no mode
-    subprocess.run([sys.executable, __file__, "--child", "bare", "--cycles", "20"], check=True,
+    subprocess.run([*_CHILD, "--child", "bare", "--cycles", "20"], check=True,
                    capture_output=True, text=True)
     for r in range(args.rounds):
         medians = {}
         # rotate the order each round: a mode that always ran first (cold GPU, fresh page
         # cache) or last (warm GPU) would carry that position's bias into its overhead
         for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
-            out = subprocess.run([sys.executable, __file__, "--child", mode, "--cycles",
+            out = subprocess.run([*_CHILD, "--child", mode, "--cycles",
                                   str(args.cycles)], check=True, capture_output=True, text=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
             cycles[mode] += result["cycle_ns"]
@@ -300,7 +313,8 @@ def main() -> None:
               flush=True)
     bare = float(np.median(cycles["bare"]))
     summary = {
-        "workload": "gpt-infer (defaults)", "rounds": args.rounds, "cycles_per_round": args.cycles,
+        "workload": f"{WORKLOAD} (defaults)", "rounds": args.rounds,
+        "cycles_per_round": args.cycles,
         "median_cycle_ms": {m: round(float(np.median(v)) / 1e6, 4) for m, v in cycles.items()},
         "overhead_pct": {m: round(100 * (float(np.median(v)) / bare - 1), 2)
                          for m, v in cycles.items() if m != "bare"},
