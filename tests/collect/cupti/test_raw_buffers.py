@@ -20,7 +20,7 @@ import pytest
 from perfdiff.collect.columns import TRANSFER_KINDS, TraceColumns
 from perfdiff.collect.cupti.decode import RecordLayoutError, decode_buffer, layout_for
 
-HERE = Path(__file__).resolve().parents[2] / "fixtures" / "cupti_buffers"
+HERE = Path(__file__).resolve().parents[3] / "fixtures" / "cupti_buffers"
 BUFFERS = HERE / "h100-cupti13.4-buffers.npz"
 RECORDS = HERE / "h100-cupti13.4-records.json.gz"
 

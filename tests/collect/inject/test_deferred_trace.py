@@ -21,7 +21,7 @@ from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.collect.inject.deferred_trace import DeferredTrace
 from perfdiff.collect.records import RawTrace
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class FakeBackend:

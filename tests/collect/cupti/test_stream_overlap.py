@@ -20,7 +20,7 @@ from perfdiff.collect.records import Tables
 from perfdiff.schema.io import load_run_file
 from perfdiff.schema.model import CycleTable, KernelTable, TransferTable
 
-FIXTURE = Path(__file__).parents[2] / "fixtures/cuda_graph/graph-bf16-pause-bug.json.gz"
+FIXTURE = Path(__file__).parents[3] / "fixtures/cuda_graph/graph-bf16-pause-bug.json.gz"
 
 
 def _kernels(start: list[int], end: list[int], stream: list[int], cycle: list[int]) -> KernelTable:

@@ -19,7 +19,7 @@ from perfdiff.collect.nvml.nvml_process import (
 )
 from perfdiff.collect.nvml.sampler import NvmlUnavailable
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FAKE_PYNVML = textwrap.dedent("""
     from types import SimpleNamespace
     NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
