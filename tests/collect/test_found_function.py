@@ -284,3 +284,54 @@ def test_a_found_function_compares_with_the_same_function_pinned_not_another(
 
     assert "cut differently" not in compare("found.json.gz", "pinned.json.gz")
     assert "Cycles were cut differently" in compare("found.json.gz", "other.json.gz")
+
+
+GENERATOR = """
+class LMHead(torch.nn.Module):
+    def forward(self, i, t):
+        launch(f"i{{i}}_t{{t}}", 0.02)
+        time.sleep(0.008)
+        return t
+
+class Generator:
+    def __init__(self):
+        self.model = LMHead()
+
+    @torch.no_grad()
+    def generate(self, i, tokens):
+        for t in range(tokens):
+            self.model(i, t)
+            time.sleep(0.001)
+
+launch("weights", 0.1)
+g = Generator()
+g.generate(0, {first})
+for i in range(1, 130):
+    g.generate(i, 3)
+"""
+
+
+def test_a_long_first_call_moves_up_to_the_call_around_it(tmp_path: Path) -> None:
+    """GPT-2 ``generate`` sdpa on the H200: the first ``generate`` call (5.4 s) held the
+    first learning window, so ``forward`` was found under it, where a run whose first call
+    was short found ``generate``. Once that first call returns, the call around the found one
+    repeats: cycles move up to it (those cut at ``forward`` are left out), the run says so,
+    and it compares with the run that found ``generate`` at once."""
+    moved = collect(tmp_path, GENERATOR.format(first=300), "--untraced-every", "4",
+                    out_name="moved.json.gz")
+    spec = "__main__:Generator.generate"
+    assert_found(moved, spec)
+    (warning,) = [w for w in moved.collection.warnings if w.startswith("cycles: each call of")]
+    assert "__main__:LMHead.forward was found first, inside the first call of" in warning
+    held = iterations(moved)
+    assert 0 not in set().union(*held.values())  # the first call's forward cycles: left out
+    assert moved.runs[0].cycles.index.size >= 10
+    direct = collect(tmp_path, GENERATOR.format(first=3), "--untraced-every", "4",
+                     out_name="direct.json.gz")
+    assert_found(direct, spec)
+    assert "was found first" not in " ".join(direct.collection.warnings)
+    proc = subprocess.run([*PERFDIFF, "compare", "moved.json.gz", "direct.json.gz"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                          check=False)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "cut differently" not in proc.stdout

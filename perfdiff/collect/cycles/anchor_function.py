@@ -83,11 +83,16 @@ class AnchorFunction:
         self._tool: int | None = None
         self._lock = threading.Lock()
         self._warned = False
+        # no more cycles from this anchor: a found function that was not the program's loop
+        # (found_function.py moves up to the call around it); on 3.11 its wrapper stays put
+        self.retired = False
 
     # ------------------------------------------------------------------ events
 
     def enter(self) -> None:
         with self._lock:
+            if self.retired:
+                return
             self.depth += 1
             outermost = self.depth == 1
         if outermost:
@@ -96,7 +101,7 @@ class AnchorFunction:
 
     def leave(self, *, completed: bool = True) -> None:
         with self._lock:
-            if self.depth == 0:
+            if self.depth == 0 or self.retired:
                 return
             self.depth -= 1
             outermost = self.depth == 0
@@ -197,6 +202,14 @@ class AnchorFunction:
     def _on_unwind(self, code: CodeType, offset: int, exc: BaseException) -> None:
         if code is self.code:
             self.leave(completed=False)
+
+    def retire(self) -> None:
+        """No cycle from this anchor again, from now on (another thread may call it): its
+        events stop on 3.12, and on 3.11 its wrapper, which stays in place, does nothing."""
+        with self._lock:
+            self.retired = True
+            self.depth = 0
+        self.uninstall()
 
     def uninstall(self) -> None:
         """Stop watching (at exit, before the run file is built)."""

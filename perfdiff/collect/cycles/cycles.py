@@ -123,6 +123,14 @@ class CycleLog:
         self.mark_slots.append((len(self.starts) - 1, is_end))
         return True
 
+    def leave_out_all(self) -> None:
+        """End the open cycle (cut short) and leave every cycle so far out of the table, as
+        cut short: they were cut at the wrong call (found_function.py moved up). Their marks
+        stay issued and matched (``mark_slots``), so the marks of later cycles still line up."""
+        self.end_cycle(completed=False)
+        self.completed_flags = [False] * len(self.completed_flags)
+        self._completed = 0
+
     def close_open(self) -> None:
         """End a cycle left open, as cut short, without issuing a mark: tracing has stopped
         by now, so a mark would never be recorded and the marks would stop matching."""

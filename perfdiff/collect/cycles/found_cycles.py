@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
@@ -64,6 +64,10 @@ class FoundCycles:
     function_log: CycleLog = field(init=False)
     function_name: str = ""  # MODULE:QUALNAME of the found function, once watched
     function_problem: str = ""  # why no function was found (for the period's warning)
+    # functions found first and then left for the call around them (found_function.py)
+    function_moved_from: list[str] = field(default_factory=list)
+    # called once the function log's cycles were left out: its untraced switch restarts
+    on_function_moved: Callable[[], None] | None = None
     stepped: bool = False  # an optimizer or profiler stepped: their cycles win
     optimizer_name: str = ""
     optimizers_seen: int = 0
@@ -131,6 +135,18 @@ class FoundCycles:
         except Exception:
             return
 
+    def move_function(self, spec: str) -> None:
+        """The found function ``spec`` was not the program's loop (found_function.py): the
+        cycles cut at its calls are left out, and the function log starts again, for the
+        call around it. Never raises into the program."""
+        try:
+            self.function_log.leave_out_all()
+        finally:
+            self.function_moved_from.append(spec)
+            self.function_name = ""
+            if self.on_function_moved is not None:
+                self.on_function_moved()
+
     def describe_optimizer(self) -> str:
         others = self.optimizers_seen - 1
         extra = f", the first of {self.optimizers_seen} optimizers stepped" if others else ""
@@ -171,7 +187,8 @@ def choose_cycles(found: FoundCycles, raw: RawTrace, warmup: int, pid: int,
         table = log.table((mark_gpu_ns or {}).get(id(log)))
         if log is found.function_log:
             return Chosen(flag_warmup(table, warmup), function_cycles_from(found.function_name),
-                          (function_warning(found.function_name, pid),), log=log)
+                          (function_warning(found.function_name, pid,
+                                            found.function_moved_from),), log=log)
         how = (found.describe_optimizer() if log is found.optimizer_log
                else "torch.profiler prof.step()")
         return Chosen(flag_warmup(table, warmup), how, log=log)
@@ -198,10 +215,13 @@ def function_cycles_from(spec: str) -> str:
     return f"function {spec} (found by sampling the Python stack)"
 
 
-def function_warning(spec: str, pid: int) -> str:
-    """What the run says about cycles cut at a found function, and how to pin it."""
-    return (f"cycles: each call of {spec} (found by sampling the Python stack of pid {pid}); "
-            f"pin it with --cycle-function {spec}")
+def function_warning(spec: str, pid: int, moved_from: Sequence[str] = ()) -> str:
+    """What the run says about cycles cut at a found function, how it got there (found first
+    inside a long first call of it, then moved up), and how to pin it."""
+    moved = "".join(f"; {old} was found first, inside the first call of {spec}, and its "
+                    "cycles were left out when that call returned" for old in moved_from)
+    return (f"cycles: each call of {spec} (found by sampling the Python stack of pid {pid}"
+            f"{moved}); pin it with --cycle-function {spec}")
 
 
 def flag_warmup(table: CycleTable, warmup: int) -> CycleTable:

@@ -24,7 +24,7 @@ at most :data:`WINDOW_SAMPLES` samples or :data:`WINDOW_S` seconds, at most
   frames) in the window, the one found in most samples, if that is at least
   :data:`MIN_SHARE` of them.
 
-The first window that finds one ends the sampling; its code object is watched
+The first window that finds one ends the learning; its code object is watched
 (:meth:`AnchorFunction.attach_code`: ``sys.monitoring`` on that code on 3.12, the attribute
 wrapper at ``MODULE:QUALNAME`` on 3.11, which must resolve to that very code). Each outermost
 call is then one cycle of ``FoundCycles.function_log``, labelled as ``--cycle-function``'s
@@ -34,17 +34,31 @@ run file's ``cycles_from`` and warning say it was found). Where no
 window finds one, or the code cannot be watched, the run keeps the detected period after the
 run (the report then says that cycle time is traced time), with the reason in its warning.
 
-Cost, paid only while learning (at most ``MAX_WINDOWS * WINDOW_S`` seconds after the first
-GPU use, and never while a measured cycle is open: sampling stops once the function is found, an
-optimizer or profiler steps, or the program marks its own cycles): each sample holds the
-interpreter lock for ``sys._current_frames()``, the walk of the main thread's stack and the
-window's bookkeeping, 20 / 31 / 74 us median on 20 / 100 / 300-frame stacks with the main thread
-parked, 45 / 81 / 138 us with it busy in Python (lock hand-overs included; 2-core shared host,
-bench/found_function/results/sample_cost.txt), every 5 ms at most. Between consecutive samples
-the previous sample's frames are held (so that an equal frame is never a new one at a reused
-address): a call that returned in between keeps its locals up to one interval longer. Nothing
-runs per call until the function is found; then one ``sys.monitoring`` event (3.12) or one
-wrapper call (3.11) per call of that function only.
+Which level is found must not depend on where the first window lands. A window that falls
+inside one long call that is not an iteration (GPT-2 ``generate`` sdpa, H200 2026-11-28: a
+5.4 s first ``generate``, whose ``_sample`` frame was the window's loop frame) finds the call
+under it (``forward``), where a window after it finds ``generate``. So, for
+:data:`CONFIRM_S` after a function is found, the thread checks every
+:data:`CONFIRM_INTERVAL_S` that the window's loop frame is still on the stack. If it returns,
+:data:`RELEARN_WINDOWS` more windows look for a repeating call among the codes that were
+around the found one; found, cycles move up to it (:meth:`FoundCycles.move_function`: those
+cut so far are left out of the table, the untraced switch starts a fresh schedule, the warning
+names both functions), at most :data:`MAX_MOVES` times. The loop frame of a program's own loop
+returning at its end changes nothing (no call around it repeats).
+
+Cost. Learning (at most ``MAX_WINDOWS * WINDOW_S`` seconds after the first GPU use, before
+any cycle is cut): each sample holds the interpreter lock for ``sys._current_frames()``, the
+walk of the main thread's stack and the window's bookkeeping, 20 / 31 / 74 us median on 20 /
+100 / 300-frame stacks with the main thread parked, 45 / 81 / 138 us with it busy in Python
+(lock hand-overs included; 2-core shared host, bench/found_function/results/sample_cost.txt),
+every 5 ms at most. Between consecutive samples the previous sample's frames are held (so that
+an equal frame is never a new one at a reused address): a call that returned in between keeps
+its locals up to one interval longer. Confirming (:data:`CONFIRM_S`, inside measured cycles):
+one walk of the stack every 50 ms, the loop frame held meanwhile (a frame that returns is let
+go at the next check); only where that frame returns, up to :data:`RELEARN_WINDOWS` windows
+of samples as above, inside cycles that are then left out if the level moves. Nothing runs
+per call until the function is found; then one ``sys.monitoring`` event (3.12) or one wrapper
+call (3.11) per call of that function only.
 """
 
 from __future__ import annotations
@@ -55,7 +69,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType, FrameType
 
 from perfdiff.collect.cycles.anchor_function import AnchorFunction, CycleFunctionError, parse_spec
@@ -74,6 +88,13 @@ MAX_WINDOWS = 8  # then give up: learning ends at most ~16 s after the first GPU
 MIN_CALLS = 3  # different calls of the function seen in one window: a repeating call
 MIN_SHARE = 0.5  # of a window's samples inside the function: the iteration's main call
 READY_POLL_S = 0.05  # how often the thread asks whether the program has used the GPU
+# After a function is found: how long, and how often, the thread checks that the window's loop
+# frame is still on the stack (one walk of the stack, 5-20 us, every 50 ms: 0.01-0.04 % of the
+# program, inside measured cycles), and how many times it may move up to the call around it.
+CONFIRM_S = 12.0
+CONFIRM_INTERVAL_S = 0.05
+RELEARN_WINDOWS = 2  # windows sampled after the loop frame returned, to find the call around
+MAX_MOVES = 2
 _SUSPENDABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _STOPPED = "stopped"  # a window cut short: the program ended, or an optimizer stepped
 
@@ -128,6 +149,9 @@ class Found:
     module: str
     calls: int  # different calls seen in the window
     share: float  # of the window's samples inside it
+    # the codes from the outermost frame down to the window's loop frame (the calls a
+    # function found inside one long call may move up to: FoundFunction._confirm)
+    outer: tuple[CodeType, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def spec(self) -> str:
@@ -171,6 +195,12 @@ class StackWindow:
     def release(self) -> None:
         """Drop the frames held (at the window's end)."""
         self._previous = ()
+
+    def loop_frame(self) -> FrameType | None:
+        """The loop frame itself (the last sample's frame at the loop depth), while the
+        window still holds its frames."""
+        depth = self.loop_depth()
+        return self._previous[depth - 1] if 0 < depth <= len(self._previous) else None
 
     def loop_depth(self) -> int:
         """How many frames from the top stayed the same objects through the window."""
@@ -223,7 +253,8 @@ class StackWindow:
                     f"{code.co_qualname}, was seen {calls[code]} time(s) in "
                     f"{100 * share:.0f} % of the samples (a repeating call needs {MIN_CALLS} "
                     f"calls in {100 * MIN_SHARE:.0f} %)")
-        return Found(code, self.module_of.get(id(code), ""), calls[code], round(share, 3))
+        return Found(code, self.module_of.get(id(code), ""), calls[code], round(share, 3),
+                     self.codes[-1][:depth])
 
 
 def main_stack(main_ident: int) -> tuple[FrameType, ...]:
@@ -253,6 +284,9 @@ class FoundFunction:
         self.main_ident = main_ident if main_ident is not None else threading.main_thread().ident
         self.anchor: AnchorFunction | None = None
         self.windows = 0  # learning windows sampled
+        self._lock = threading.Lock()  # the watched anchor and the log, against _move
+        # the loop frame of the window that found the function, held while confirming it
+        self._loop: FrameType | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -305,7 +339,9 @@ class FoundFunction:
                     return
                 self.windows += 1
                 if isinstance(outcome, Found):
-                    self._watch(outcome)
+                    if self._watch(outcome):
+                        self._confirm(outcome)
+                    self._loop = None
                     return
                 problem = outcome
             self._fail(f"{problem} (in the last of {self.windows} windows of up to "
@@ -326,25 +362,104 @@ class FoundFunction:
                 window.add(stack)
                 del stack
                 self._stop.wait(SAMPLE_INTERVAL_S)
-            return window.result()
+            result = window.result()
+            self._loop = window.loop_frame() if isinstance(result, Found) else None
+            return result
         finally:
             window.release()
 
-    def _watch(self, found: Found) -> None:
+    def _watch(self, found: Found) -> bool:
         """Watch the found code: each outermost call is one cycle from now on."""
         try:
             parse_spec(found.spec)
         except CycleFunctionError:
             self._fail(f"the repeating call {found.code.co_qualname} (in {found.module}) "
                        "cannot be named MODULE:QUALNAME (a nested function or a lambda)")
-            return
+            return False
         anchor = AnchorFunction(self, found.spec)
         if not anchor.attach_code(found.code):
             self._fail(f"the repeating call {found.spec} could not be watched "
                        f"({anchor.problem})")
-            return
-        self.anchor = anchor
-        self.found.function_name = found.spec
+            return False
+        with self._lock:
+            self.anchor = anchor
+            self.found.function_name = found.spec
+        return True
+
+    def _confirm(self, found: Found) -> None:
+        """Check, while cycles are cut at ``found``, that its window's loop frame is the
+        program's loop; where it returns, find the call around it and move up.
+
+        Why: a window can fall inside one long call that is not an iteration, most often the
+        first one (GPT-2 ``generate`` sdpa, H200 2026-11-28: the first ``generate`` call took
+        5.4 s, its ``_sample`` frame stayed through the window, and the repeating call under
+        it was ``forward``, where another process of the same program found ``generate``).
+        Only the loop frame returning says so: then, if windows sampled after it find a
+        repeating call among the codes that were around the found one (``Found.outer``),
+        cycles move up to that call (``FoundCycles.move_function``: the cycles cut so far are
+        left out, the untraced switch restarts). A loop frame that returns while nothing
+        around it repeats (the program's loop ending) changes nothing."""
+        current = found
+        moves = 0
+        for _ in range(MAX_MOVES + 2):  # a loop frame that keeps returning: give up
+            try:
+                returned = self._loop_returned(time.monotonic() + CONFIRM_S)
+            finally:
+                self._loop = None  # the frame (and its locals) is not held past this
+            if not returned or moves >= MAX_MOVES:
+                return
+            outer = self._relearn(current)
+            if outer is None:
+                return
+            if outer.code is not current.code:
+                self._move(current, outer)
+                if self.anchor is None:
+                    return
+                moves += 1
+            current = outer
+
+    def _loop_returned(self, deadline: float) -> bool:
+        """Whether the found window's loop frame left the main thread's stack before
+        ``deadline`` (False also when learning stops, a step wins or the program ends)."""
+        loop = self._loop
+        if loop is None or self.main_ident is None:
+            return False
+        while time.monotonic() < deadline:
+            if self._stop.wait(CONFIRM_INTERVAL_S) or self.found.stepped or self.marked():
+                return False
+            frame: FrameType | None = sys._current_frames().get(self.main_ident)
+            if frame is None:
+                return False  # the main thread has ended
+            while frame is not None and frame is not loop:
+                frame = frame.f_back
+            if frame is None:
+                return True
+            del frame
+        return False
+
+    def _relearn(self, found: Found) -> Found | None:
+        """A repeating call found by the next windows that is ``found`` itself or one of the
+        codes around it, or None."""
+        for _ in range(RELEARN_WINDOWS):
+            outcome = self._window()
+            if outcome is _STOPPED:
+                return None
+            self.windows += 1
+            if isinstance(outcome, Found) and (outcome.code is found.code
+                                               or outcome.code in found.outer):
+                return outcome
+            self._loop = None
+        return None
+
+    def _move(self, inner: Found, outer: Found) -> None:
+        """Cycles move from ``inner``'s calls to ``outer``'s."""
+        with self._lock:
+            anchor, self.anchor = self.anchor, None
+            if anchor is not None:
+                anchor.retire()
+            self.found.move_function(inner.spec)
+        if not self._watch(outer):
+            self._loop = None
 
     def _fail(self, why: str) -> None:
         if not self.found.function_name:
@@ -354,15 +469,23 @@ class FoundFunction:
 
     def begin_cycle(self, label: str, warmup: bool) -> None:
         """An outermost call began: a new cycle, unless an optimizer or profiler stepped
-        (their cycles are the run's: found_cycles.chosen_log) or the program marks its own."""
+        (their cycles are the run's: found_cycles.chosen_log) or the program marks its own.
+        Only the watched function's calls count: a call of one that was left for the call
+        around it (``_move``, on the learning thread) may still arrive."""
         if self.found.stepped or self.marked():
             return
-        self.found.new_cycle(self.found.function_log, label)
+        with self._lock:
+            anchor = self.anchor
+            if anchor is None or anchor.label != label:
+                return
+            self.found.new_cycle(self.found.function_log, label)
 
     def end_cycle(self, *, completed: bool = True) -> None:
-        self.found.function_log.end_cycle(completed=completed)
+        with self._lock:
+            self.found.function_log.end_cycle(completed=completed)
 
 
-__all__ = ["DISPATCH_WRAPPERS", "MAX_WINDOWS", "MIN_CALLS", "MIN_SHARE", "SAMPLE_INTERVAL_S",
-           "WINDOW_S", "WINDOW_SAMPLES", "Found", "FoundFunction", "StackWindow", "Wrapper",
-           "is_wrapper", "main_stack"]
+__all__ = ["CONFIRM_INTERVAL_S", "CONFIRM_S", "DISPATCH_WRAPPERS", "MAX_MOVES", "MAX_WINDOWS",
+           "MIN_CALLS", "MIN_SHARE", "RELEARN_WINDOWS", "SAMPLE_INTERVAL_S", "WINDOW_S",
+           "WINDOW_SAMPLES", "Found", "FoundFunction", "StackWindow", "Wrapper", "is_wrapper",
+           "main_stack"]

@@ -180,6 +180,19 @@ class UntracedCycles:
         if self._paused:
             self._resume()
 
+    def restart(self) -> None:
+        """The log's cycles so far were dropped (a found function moved up to the call around
+        it: found_function.py): tracing back on if it is off, and a fresh schedule, so that
+        neither the budget nor the medians of the dropped cycles (a different call, a
+        different length) decide the new ones."""
+        if self._paused:
+            self._resume()
+        self.schedule = (make_schedule(self.every, self.cost_target, self.lockstep)
+                         if self.schedule is not None else None)
+        self._measured = self._run = self._stretch = 0
+        self._next = None
+        self._asked = self._timed = False
+
     @property
     def paused(self) -> bool:
         """An untraced cycle of this log is open now."""

@@ -231,6 +231,7 @@ class ChildCollector:
         function = self.core.untrace(found.function_log, every,
                                      allowed=lambda: not found.stepped and not self.log.starts)
         optimizer.allowed = lambda: not profiler.paused and not function.paused
+        found.on_function_moved = function.restart  # its cycles so far were left out
         self.found_untraced = {id(found.optimizer_log): optimizer,
                                id(found.profiler_log): profiler,
                                id(found.function_log): function}

@@ -104,6 +104,20 @@ def test_static_method() -> None:
     assert [e for e, _ in recorder.events] == ["begin", "end"]
 
 
+def test_a_retired_anchor_opens_and_ends_no_cycle_though_its_wrapper_stays() -> None:
+    """found_function.py moves up from a function that was not the program's loop: on 3.11
+    the wrapper stays on the class, so it must do nothing once retired (3.12: no events)."""
+    module = make_module()
+    anchor, recorder = watch("anchor_test_module:Engine.step", module)
+    engine = module.Engine()
+    engine.step()
+    anchor.retire()
+    engine.step()
+    assert recorder.events == [("begin", "function anchor_test_module:Engine.step"),
+                               ("end", True)]
+    assert anchor.retired and anchor.depth == 0
+
+
 def test_unresolvable_names_are_problems_not_errors() -> None:
     module = make_module()
     anchor, _ = watch("anchor_test_module:Engine.nope", module)

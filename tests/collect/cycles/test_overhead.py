@@ -98,6 +98,33 @@ def test_a_run_cut_short_by_an_incomplete_cycle_switches_tracing_on_again() -> N
     assert trace.on and trace.switches == [False, True]
 
 
+def test_restart_switches_tracing_on_and_starts_a_fresh_schedule() -> None:
+    """A found function's cycles were left out (found_function.py moved up): an untraced run
+    open then ends, tracing is back on, and the pattern counts measured cycles from zero."""
+    clock = [0]
+    log = _log(clock)
+    trace = _Trace()
+    untraced = UntracedCycles(4, trace, log)
+    for _ in range(4):  # measured #3 (lead-in) and #4 (timed) untraced
+        log.begin_cycle("", False)
+        log.end_cycle()
+    log.begin_cycle("", False)  # measured #5 would be traced: tracing back on first
+    log.end_cycle()
+    log.begin_cycle("", False)
+    log.end_cycle()
+    log.begin_cycle("", False)  # measured #7: untraced again, still open
+    assert not trace.on
+    log.leave_out_all()
+    untraced.restart()
+    assert trace.on
+    for _ in range(4):
+        log.begin_cycle("", False)
+        log.end_cycle()
+    table = untraced.apply(log.table())
+    assert table.index.size == 4  # the cycles before leave_out_all() are left out
+    assert table.traced is not None and table.traced.tolist() == [1, 1, 0, 0]
+
+
 class _Sampler(_Trace):
     def __init__(self, name: str) -> None:
         super().__init__()
