@@ -26,7 +26,7 @@ from perfdiff.collect.cycles.found_function import (
     main_stack,
 )
 
-COPIES = Path(__file__).resolve().parents[2] / "fixtures" / "dispatch-wrappers"
+COPIES = Path(__file__).resolve().parents[3] / "fixtures" / "dispatch-wrappers"
 
 
 def _copy_of(suffix: str) -> Path | None:
