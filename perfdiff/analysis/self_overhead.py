@@ -181,6 +181,15 @@ def _why_chosen(schedule: dict[str, object], cost: float) -> str:
     return f"fixed by {chosen}" if chosen else "fixed"
 
 
+# What "untraced" leaves on, said wherever the whole-run cost is stated against the untraced
+# cycles: CUPTI stays attached with its recording off, and on the lent H200 that alone made
+# host-bound steps 4-16 % slower than the program run without perfdiff (CUDA-graph replays,
+# ResNet-50 AMP, 2026-11-28: bench/README.md, "What an untraced cycle still costs").
+UNTRACED_IS_NOT_BARE = ("untraced cycles still run with CUPTI attached, which made steps "
+                        "that wait on the host up to ~15 % slower than the program without "
+                        "perfdiff (docs/explanation/untraced-cycles.md)")
+
+
 def _schedule_note(run_file: RunFile, source: str) -> list[str]:
     """How many cycles were traced and why (``untraced_schedule`` in the workload params,
     written by ``collect/cycles/untraced_schedule.py``): the share, what a traced cycle cost against
@@ -200,14 +209,15 @@ def _schedule_note(run_file: RunFile, source: str) -> list[str]:
         return [f"{source}: {100 * share:.0f} % of {cycles:.0f} measured cycles traced "
                 f"({_why_chosen(schedule, cost)}): a traced cycle took {ratio:.2f} x an "
                 f"untraced one (95 % interval {low:.2f} to {high:.2f}){switch_text}, so the "
-                f"whole run cost about {cost:.2f} x the program's untraced time"]
+                f"whole run cost about {cost:.2f} x the program's untraced time; "
+                f"{UNTRACED_IS_NOT_BARE}"]
     shares = [100 * n[0] for _, n in measured]
     ratios = [n[2] for _, n in measured]
     costs = [n[5] for _, n in measured]
     return [f"{source}: {len(measured)} runs, {_span(shares, '.0f')} % of their measured cycles "
             f"traced ({_why_chosen(measured[0][0], max(costs))}): a traced cycle took "
             f"{_span(ratios, '.2f')} x an untraced one, so each run cost about "
-            f"{_span(costs, '.2f')} x its untraced time"]
+            f"{_span(costs, '.2f')} x its untraced time; {UNTRACED_IS_NOT_BARE}"]
 
 
 def _span(values: list[float], spec: str) -> str:
