@@ -65,6 +65,33 @@ from tests.support.fake_cupti import launch
 """
 
 
+# A generate loop: the first call of ``{first}`` tokens, then calls 1 .. later-1 of 3 tokens;
+# kernels named after the token (``kernel="t"``) or the call (``kernel="i"``).
+GENERATOR = """
+class LMHead(torch.nn.Module):
+    def forward(self, i, t):
+        launch(f"i{{{kernel}}}_gemm", 0.02)  # one iteration: a token or a call
+        time.sleep(0.008)
+        return t
+
+class Generator:
+    def __init__(self):
+        self.model = LMHead()
+
+    @torch.no_grad()
+    def generate(self, i, tokens):
+        for t in range(tokens):
+            self.model(i, t)
+            time.sleep(0.001)      # the loop's own work between steps
+
+launch("weights", 0.1)
+g = Generator()
+g.generate(0, {first})
+for i in range(1, {later}):
+    g.generate(i, 3)
+"""
+
+
 def collect(folder: Path, body: str, *options: str, out_name: str = "run.json.gz") -> RunFile:
     return collect_program(folder, HEADER + textwrap.dedent(body), *options, files=STAND_IN,
                            out_name=out_name)
@@ -119,26 +146,10 @@ def test_script_loop_is_cut_at_each_call_of_its_step(tmp_path: Path) -> None:
 
 def test_generate_loop_is_cut_at_the_models_forward_not_module_call(tmp_path: Path) -> None:
     """One long ``generate`` (decorated like torch.no_grad) calling ``self.model(...)``
-    through nn.Module's dispatch: the repeating call is the model's own ``forward``."""
-    rf = collect(tmp_path, """
-    class LMHead(torch.nn.Module):
-        def forward(self, t):
-            launch(f"i{t}_gemm", 0.02)
-            time.sleep(0.008)
-            return t
-
-    class Generator:
-        def __init__(self):
-            self.model = LMHead()
-
-        @torch.no_grad()
-        def generate(self, tokens):
-            for t in range(tokens):
-                self.model(t)
-                time.sleep(0.001)      # the loop's own work between steps
-    launch("weights", 0.1)
-    Generator().generate(350)
-    """, "--untraced-every", "4")
+    through nn.Module's dispatch: the repeating call is the model's own ``forward``. It
+    stays there when that call returns at the program's end: nothing around it repeats."""
+    rf = collect(tmp_path, GENERATOR.format(kernel="t", first=350, later=1),
+                 "--untraced-every", "4")
     assert_found(rf, "__main__:LMHead.forward")
 
 
@@ -286,39 +297,14 @@ def test_a_found_function_compares_with_the_same_function_pinned_not_another(
     assert "Cycles were cut differently" in compare("found.json.gz", "other.json.gz")
 
 
-GENERATOR = """
-class LMHead(torch.nn.Module):
-    def forward(self, i, t):
-        launch(f"i{{i}}_t{{t}}", 0.02)
-        time.sleep(0.008)
-        return t
-
-class Generator:
-    def __init__(self):
-        self.model = LMHead()
-
-    @torch.no_grad()
-    def generate(self, i, tokens):
-        for t in range(tokens):
-            self.model(i, t)
-            time.sleep(0.001)
-
-launch("weights", 0.1)
-g = Generator()
-g.generate(0, {first})
-for i in range(1, 130):
-    g.generate(i, 3)
-"""
-
-
 def test_a_long_first_call_moves_up_to_the_call_around_it(tmp_path: Path) -> None:
     """GPT-2 ``generate`` sdpa on the H200: the first ``generate`` call (5.4 s) held the
     first learning window, so ``forward`` was found under it, where a run whose first call
     was short found ``generate``. Once that first call returns, the call around the found one
     repeats: cycles move up to it (those cut at ``forward`` are left out), the run says so,
     and it compares with the run that found ``generate`` at once."""
-    moved = collect(tmp_path, GENERATOR.format(first=300), "--untraced-every", "4",
-                    out_name="moved.json.gz")
+    moved = collect(tmp_path, GENERATOR.format(kernel="i", first=300, later=130),
+                    "--untraced-every", "4", out_name="moved.json.gz")
     spec = "__main__:Generator.generate"
     assert_found(moved, spec)
     (warning,) = [w for w in moved.collection.warnings if w.startswith("cycles: each call of")]
@@ -326,8 +312,8 @@ def test_a_long_first_call_moves_up_to_the_call_around_it(tmp_path: Path) -> Non
     held = iterations(moved)
     assert 0 not in set().union(*held.values())  # the first call's forward cycles: left out
     assert moved.runs[0].cycles.index.size >= 10
-    direct = collect(tmp_path, GENERATOR.format(first=3), "--untraced-every", "4",
-                     out_name="direct.json.gz")
+    direct = collect(tmp_path, GENERATOR.format(kernel="i", first=3, later=130),
+                     "--untraced-every", "4", out_name="direct.json.gz")
     assert_found(direct, spec)
     assert "was found first" not in " ".join(direct.collection.warnings)
     proc = subprocess.run([*PERFDIFF, "compare", "moved.json.gz", "direct.json.gz"],
