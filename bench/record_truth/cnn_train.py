@@ -15,32 +15,29 @@ import argparse
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from steptimer import StepTimer
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--precision", choices=("amp", "fp32"), default="amp")
-    parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--batch", type=int, default=64)
-    args = parser.parse_args()
+def make_step(precision: str = "amp", batch: int = 64) -> Callable[[], None]:
+    """One training step of the loop below (model, data and optimizer built once); also used
+    by detach_probe.py, which times the same step in blocks."""
     import torch
     import torchvision
 
     torch.manual_seed(0)
     model = torchvision.models.resnet50(weights=None).cuda().train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    images = torch.randn(args.batch, 3, 224, 224, device="cuda")
-    labels = torch.randint(0, 1000, (args.batch,), device="cuda")
+    images = torch.randn(batch, 3, 224, 224, device="cuda")
+    labels = torch.randint(0, 1000, (batch,), device="cuda")
     loss_fn = torch.nn.CrossEntropyLoss()
-    amp = args.precision == "amp"
+    amp = precision == "amp"
     scaler = torch.amp.GradScaler("cuda", enabled=amp)
-    timer = StepTimer()
-    timer.hook_optimizers()
-    for _ in range(args.steps):
+
+    def step() -> None:
         ctx = (torch.autocast("cuda", dtype=torch.float16) if amp
                else contextlib.nullcontext())
         with ctx:
@@ -50,9 +47,23 @@ def main() -> None:
         scaler.step(opt)
         scaler.update()
         loss.item()
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--precision", choices=("amp", "fp32"), default="amp")
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+    step = make_step(args.precision, args.batch)
+    timer = StepTimer()
+    timer.hook_optimizers()
+    for _ in range(args.steps):
+        step()
     timer.print_summary(program="cnn_train", precision=args.precision, model="resnet50",
                         batch=args.batch)
-
 
 if __name__ == "__main__":
     main()

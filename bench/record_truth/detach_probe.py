@@ -26,7 +26,6 @@ One ``DETACHPROBE {json}`` line at the end. Usage: python bench/record_truth/det
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def main() -> None:
@@ -46,31 +46,14 @@ def main() -> None:
     p.add_argument("--precision", choices=("amp", "fp32"), default="amp")
     a = p.parse_args()
     import torch
-    import torchvision
+    from cnn_train import make_step
     from cupti import cupti
 
     from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
     from perfdiff.collect.cupti.pm_sampling import PmSampler
     from perfdiff.collect.settings import DEFAULT_METRICS
 
-    torch.manual_seed(0)
-    model = torchvision.models.resnet50(weights=None).cuda().train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    images = torch.randn(64, 3, 224, 224, device="cuda")
-    labels = torch.randint(0, 1000, (64,), device="cuda")
-    loss_fn = torch.nn.CrossEntropyLoss()
-    amp = a.precision == "amp"
-    scaler = torch.amp.GradScaler("cuda", enabled=amp)
-
-    def step() -> None:
-        ctx = torch.autocast("cuda", dtype=torch.float16) if amp else contextlib.nullcontext()
-        with ctx:
-            loss = loss_fn(model(images), labels)
-        opt.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        loss.item()
+    step = make_step(a.precision)  # cnn_train.py's own step
 
     rows: dict[str, list[float]] = {}
     order: list[str] = []
