@@ -352,3 +352,22 @@ def test_collect_has_one_recorder_core_and_one_run_file_builder() -> None:
     assert builders == {"run_file_builder.py", "merge.py"}
     assert declares == {"settings.py"}
     assert openers == {"sampler_life.py"}
+
+
+def test_no_folder_of_tests_is_named_like_a_module_perfdiff_imports() -> None:
+    """pytest puts each folder of test files without ``__init__.py`` on ``sys.path``; a folder
+    of tests named ``cupti`` (``tests/collect/cupti``, mirroring ``perfdiff/collect/cupti``)
+    then answered ``importlib.util.find_spec("cupti")`` on a machine without cupti-python, so
+    ``perfdiff collect`` went past its "cupti-python is not installed" check in the tests that
+    ran after it (CI, 2026-11-28). Test folders mirroring such a room carry ``_tests``."""
+    root = Path(__file__).resolve().parents[1]
+    imported: set[str] = set()
+    for path in (root / "perfdiff").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    imported.discard("perfdiff")
+    folders = {p.name for p in (root / "tests").rglob("*") if p.is_dir()}
+    assert not folders & imported, sorted(folders & imported)

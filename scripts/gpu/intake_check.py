@@ -10,7 +10,7 @@
    Every kernel, memcpy, memset and launch record must be equal, field for field.
 3. Fixture: the first buffers (bytes + valid size), the names and the object path's records
    of those buffers are written to ``--save DIR`` for the CPU tests
-   (tests/collect/cupti/test_raw_buffers.py).
+   (tests/collect/cupti_tests/test_raw_buffers.py).
 
 Usage: python scripts/gpu/intake_check.py [--save DIR] [--json OUT]
 Prints one JSON line with the findings; exit 1 if anything differs.

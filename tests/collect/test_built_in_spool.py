@@ -3,7 +3,7 @@
 Through the real built-in path: ``open_sources`` -> ``CuptiActivityBackend`` -> ``RawIntake``
 (its ctypes callbacks called through ctypes) -> the spool -> ``run_collection``, with a
 stand-in ``cupti`` module whose flush hands over the real H100 buffers of
-``fixtures/cupti_buffers`` (tests/collect/cupti/test_raw_buffers.py) and a stand-in torch. Nothing
+``fixtures/cupti_buffers`` (tests/collect/cupti_tests/test_raw_buffers.py) and a stand-in torch. Nothing
 is decoded while the workload runs; at stop every record is, the same as decoding each buffer
 at once, and the temporary spool folder is gone.
 """
@@ -29,7 +29,7 @@ from perfdiff.collect.session import run_collection
 from perfdiff.collect.settings import CollectSettings
 from perfdiff.collect.workloads.base import CyclePlan, Workload, WorkloadParams
 from perfdiff.markers import CycleMarker
-from tests.collect.cupti.test_raw_buffers import saved  # noqa: F401 (fixture)
+from tests.collect.cupti_tests.test_raw_buffers import saved  # noqa: F401 (fixture)
 
 Saved = tuple[list[np.ndarray[Any, Any]], dict[str, Any]]
 

@@ -1,7 +1,7 @@
 """decode.py on synthetic buffers laid out like CUPTI 13.4's records.
 
 The buffers are built field by field at the offsets ``decode.FIELDS_BY_KIND`` names, with the
-record sizes of the registered layout; tests/collect/cupti/test_raw_buffers.py does the same
+record sizes of the registered layout; tests/collect/cupti_tests/test_raw_buffers.py does the same
 checks on buffers saved from a real H100 collection.
 """
 

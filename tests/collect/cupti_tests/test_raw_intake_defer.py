@@ -1,5 +1,5 @@
 """Buffers kept undecoded until a cycle ends (RawIntake.defer, decode_pending), over buffers
-built like CUPTI 13.4's (tests/collect/cupti/test_decode.py): CUPTI's hand-over only parks the
+built like CUPTI 13.4's (tests/collect/cupti_tests/test_decode.py): CUPTI's hand-over only parks the
 buffer, the decode runs where the program's cycle has ended, nothing is lost or reordered,
 and a pile past MAX_PENDING_BYTES is decoded at the hand-over as before."""
 
@@ -13,7 +13,7 @@ import pytest
 from perfdiff.collect.columns import concat
 from perfdiff.collect.cupti import raw_intake
 from perfdiff.collect.cupti.raw_intake import RawIntake
-from tests.collect.cupti.test_decode import LAYOUT, _kernel
+from tests.collect.cupti_tests.test_decode import LAYOUT, _kernel
 
 
 def _intake() -> RawIntake:
