@@ -3,7 +3,8 @@
 Through the real built-in path: ``open_sources`` -> ``CuptiActivityBackend`` -> ``RawIntake``
 (its ctypes callbacks called through ctypes) -> the spool -> ``run_collection``, with a
 stand-in ``cupti`` module whose flush hands over the real H100 buffers of
-``fixtures/cupti_buffers`` (tests/collect/cupti_tests/test_raw_buffers.py) and a stand-in torch. Nothing
+``fixtures/cupti_buffers`` (tests/collect/cupti_tests/test_raw_buffers.py) and a stand-in
+torch. Nothing
 is decoded while the workload runs; at stop every record is, the same as decoding each buffer
 at once, and the temporary spool folder is gone.
 """

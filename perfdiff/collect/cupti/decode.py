@@ -18,7 +18,8 @@ objects (scripts/gpu/intake_check.py); a CUPTI not listed is refused with one li
 buffer that does not parse exactly (an unknown kind, a record cut off at the end) raises one
 line instead of being decoded into garbage. The fields read lie at the same offsets in every
 listed version (cupti-python's ``activity_kernel9_dtype`` .. ``kernel13``, ``memcpy6/7``,
-``memset4/5``, ``api``), which ``tests/collect/cupti_tests/test_decode.py`` checks against those dtypes.
+``memset4/5``, ``api``), which ``tests/collect/cupti_tests/test_decode.py`` checks against
+those dtypes.
 """
 
 from __future__ import annotations

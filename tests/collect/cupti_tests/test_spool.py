@@ -1,6 +1,7 @@
 """CUPTI buffers spooled to a file at hand-over and decoded at stop (collect/cupti/spool.py).
 
-Over the real H100 buffers of ``fixtures/cupti_buffers`` (tests/collect/cupti_tests/test_raw_buffers.py):
+Over the real H100 buffers of ``fixtures/cupti_buffers``
+(tests/collect/cupti_tests/test_raw_buffers.py):
 the spooled path gives the same records as decoding each buffer at once, CUPTI's hand-over
 decodes nothing, a failing disk falls back to decoding without losing a buffer, and a spool
 cut off by a killed process reads back as its whole frames.
