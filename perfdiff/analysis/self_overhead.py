@@ -183,10 +183,10 @@ def _why_chosen(schedule: dict[str, object], cost: float) -> str:
 
 # What "untraced" leaves on, said wherever the whole-run cost is stated against the untraced
 # cycles: CUPTI stays attached with its recording off, and on the lent H200 that alone made
-# host-bound steps 4-16 % slower than the program run without perfdiff (CUDA-graph replays,
+# host-bound steps 4-18 % slower than the program run without perfdiff (CUDA-graph replays,
 # ResNet-50 AMP, 2026-11-28: bench/README.md, "What an untraced cycle still costs").
 UNTRACED_IS_NOT_BARE = ("untraced cycles still run with CUPTI attached, which made steps "
-                        "that wait on the host up to ~15 % slower than the program without "
+                        "that wait on the host up to ~18 % slower than the program without "
                         "perfdiff (docs/explanation/untraced-cycles.md)")
 
 
