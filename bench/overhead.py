@@ -67,7 +67,12 @@ class TimingMarker:
 
 # the built-in workload every child times (--workload)
 WORKLOAD = "gpt-infer"
-_CHILD = [sys.executable, __file__, "--workload", WORKLOAD]  # a child process's argv head
+
+
+def _child() -> list[str]:
+    """A child process's argv head: this script, the workload chosen in main()."""
+    return [sys.executable, __file__, "--workload", WORKLOAD]
+
 
 def settings_for(mode: str) -> Any:
     """The collection settings of a perfdiff mode (which sources are on)."""
@@ -233,7 +238,7 @@ def alternating(modes: list[str], cycles: int, blocks: int) -> dict[str, Any]:
     result: dict[str, Any] = {"design": "alternating blocks in one process per mode",
                               "cycles_per_block": cycles, "block_pairs": blocks}
     for mode in modes:
-        proc = subprocess.run([*_CHILD, "--child", mode, "--alternate",
+        proc = subprocess.run([*_child(), "--child", mode, "--alternate",
                                str(blocks), "--cycles", str(cycles)],
                               capture_output=True, text=True)
         if proc.returncode != 0:
@@ -273,7 +278,6 @@ def main() -> None:
     args = parser.parse_args()
     global WORKLOAD
     WORKLOAD = args.workload
-    _CHILD[2:] = ["--workload", WORKLOAD]
     if args.child:
         if args.alternate:
             child_alternating(args.child, args.cycles, args.alternate)
@@ -294,14 +298,14 @@ def main() -> None:
     # one untimed child first: the first process after the machine starts pays for a cold
     # GPU (clocks ramping) and a cold page cache (the H100 run of 2026-11-22: +17 % and +69 %
     # in round 0), which belongs to no mode
-    subprocess.run([*_CHILD, "--child", "bare", "--cycles", "20"], check=True,
+    subprocess.run([*_child(), "--child", "bare", "--cycles", "20"], check=True,
                    capture_output=True, text=True)
     for r in range(args.rounds):
         medians = {}
         # rotate the order each round: a mode that always ran first (cold GPU, fresh page
         # cache) or last (warm GPU) would carry that position's bias into its overhead
         for mode in modes[r % len(modes):] + modes[:r % len(modes)]:
-            out = subprocess.run([*_CHILD, "--child", mode, "--cycles",
+            out = subprocess.run([*_child(), "--child", mode, "--cycles",
                                   str(args.cycles)], check=True, capture_output=True, text=True)
             result = json.loads(out.stdout.strip().splitlines()[-1])
             cycles[mode] += result["cycle_ns"]

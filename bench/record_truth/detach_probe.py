@@ -19,8 +19,16 @@ in blocks of ``--block`` steps, rounds in turn:
 - ``detached``: ``stop()``, then ``cupti.finalize()``; the next ``traced`` block starts a new
   backend (CUPTI attaches again), and both switches are timed.
 
+``--scenario pm`` asks what detaching does to PM sampling (issue 28: untraced runs with CUPTI
+detached need PM sampling that survives ``cuptiFinalize``, or one sampler per traced stretch):
+one PM sampler started before CUPTI's activity API is touched runs on through rounds of
+``traced`` / ``off`` / ``detached`` blocks (``stop()`` + ``finalize`` before each detached
+block, a new backend after it), then is stopped; its samples are counted per block. Then a
+second sampler is opened after a finalize, for one traced block, to time a per-stretch
+sampler's open, start and stop.
+
 One ``DETACHPROBE {json}`` line at the end. Usage: python bench/record_truth/detach_probe.py
-[--block 10] [--rounds 3] [--warm 10] [--precision amp|fp32]
+[--block 10] [--rounds 3] [--warm 10] [--precision amp|fp32] [--scenario states|pm]
 """
 
 from __future__ import annotations
@@ -34,6 +42,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -44,6 +54,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--warm", type=int, default=10)
     p.add_argument("--precision", choices=("amp", "fp32"), default="amp")
+    p.add_argument("--scenario", choices=("states", "pm"), default="states")
     a = p.parse_args()
     import torch
     from cnn_train import make_step
@@ -59,13 +70,19 @@ def main() -> None:
     order: list[str] = []
     switches: dict[str, list[float]] = {}
 
+    windows: list[tuple[str, int, int]] = []  # (block, first, last perf_counter_ns)
+
     def block(name: str) -> None:
         step()  # the first step after a switch pays the switch: not counted
+        torch.cuda.synchronize()
+        windows.append((name, time.perf_counter_ns(), 0))
         times = []
         for _ in range(a.block):
             t0 = time.perf_counter()
             step()
             times.append(1e3 * (time.perf_counter() - t0))
+        torch.cuda.synchronize()
+        windows[-1] = (name, windows[-1][1], time.perf_counter_ns())
         rows.setdefault(name, []).extend(times)
         order.append(f"{name}:{statistics.median(times):.2f}")
         print(f"block {name} median {statistics.median(times):.2f} ms", flush=True)
@@ -90,7 +107,10 @@ def main() -> None:
     block("bare")
     errors: list[str] = []
     kernels = 0
-    for r in range(a.rounds):
+    extra: dict[str, Any] = {}
+    if a.scenario == "pm":
+        extra = pm_scenario(a.rounds, block, timed, new_backend, windows, errors)
+    for r in range(a.rounds if a.scenario == "states" else 0):
         try:
             backend = timed("attach", new_backend)
             block("traced")
@@ -115,8 +135,80 @@ def main() -> None:
                for name, v in rows.items()}
     print("DETACHPROBE " + json.dumps({
         "precision": a.precision, "summary": summary, "order": order, "errors": errors,
-        "switch_ms": switches, "kernels": kernels,
+        "switch_ms": switches, "kernels": kernels, "scenario": a.scenario, **extra,
         "steps": {k: [round(x, 3) for x in v] for k, v in rows.items()}}), flush=True)
+
+
+def pm_scenario(rounds: int, block: Any, timed: Any, new_backend: Any,
+                windows: list[tuple[str, int, int]], errors: list[str]) -> dict[str, Any]:
+    """``--scenario pm`` (module docstring): what PM sampling does across ``cuptiFinalize``."""
+    from cupti import cupti
+
+    from perfdiff.collect.cupti.pm_sampling import PmSampler
+    from perfdiff.collect.settings import DEFAULT_METRICS
+
+    def cupti_clock() -> int:
+        return int(cupti.get_timestamp())
+
+    out: dict[str, Any] = {}
+    offsets: list[int] = []  # CUPTI clock minus perf_counter_ns, taken while attached
+
+    def pair() -> None:
+        offsets.append(cupti_clock() - time.perf_counter_ns())
+
+    def step_of(name: str, action: Any) -> Any:
+        try:
+            return timed(name, action)
+        except Exception as exc:
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            print("ERROR", errors[-1], flush=True)
+            return None
+
+    pm = step_of("pm_open", lambda: PmSampler(DEFAULT_METRICS, 40_000, 0, cupti_clock))
+    pair()
+    if pm is not None:
+        step_of("pm_start", pm.start)
+    block("pm_only")
+    for _ in range(rounds):
+        backend = step_of("attach", new_backend)
+        pair()
+        block("traced")
+        step_of("pause", backend.pause)
+        block("off")
+        step_of("stop", backend.stop)
+        step_of("finalize", cupti.finalize)
+        block("detached")
+    backend = step_of("attach", new_backend)
+    pair()
+    series = step_of("pm_stop", pm.stop) if pm is not None else None
+    out["pm_warnings"] = list(pm.warnings) if pm is not None else []
+    out["offset_spread_us"] = (max(offsets) - min(offsets)) / 1e3 if offsets else None
+    if series:
+        ends = np.asarray(series[0].timestamps_ns, dtype=np.int64) - offsets[0]
+        out["pm_samples"] = int(ends.size)
+        out["pm_per_block"] = [
+            {"block": name, "ms": round((t1 - t0) / 1e6, 1),
+             "samples": int(((ends >= t0) & (ends <= t1)).sum()),
+             "expected": int((t1 - t0) / 40_000)}
+            for name, t0, t1 in windows if t1]
+    # one sampler per traced stretch: opened after a finalize, for one traced block
+    step_of("stop", backend.stop)
+    step_of("finalize", cupti.finalize)
+    block("detached")
+    pm2 = step_of("pm_open_after_finalize",
+                  lambda: PmSampler(DEFAULT_METRICS, 40_000, 0, cupti_clock))
+    if pm2 is not None:
+        step_of("pm_start_after_finalize", pm2.start)
+    backend = step_of("attach", new_backend)
+    block("traced_own_pm")
+    if pm2 is not None:
+        series2 = step_of("pm_stop_after_finalize", pm2.stop)
+        out["pm2_samples"] = int(series2[0].timestamps_ns.size) if series2 else None
+        out["pm2_warnings"] = list(pm2.warnings)
+    step_of("stop", backend.stop)
+    step_of("finalize", cupti.finalize)
+    block("detached")
+    return out
 
 
 if __name__ == "__main__":

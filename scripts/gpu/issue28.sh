@@ -4,7 +4,7 @@
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
 #   steps: var smi smistop install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
 #          overhead timmlong gil stream timmvar gpt2holds gpuall costprobe bisect pmsweep gpt2pm
-#          compare packsmall drainprobe overlapdump pmcheck graphmeans
+#          compare packsmall drainprobe overlapdump pmcheck graphmeans detachpm
 #          pack (COLLECT_OPTS: extra collect options)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
 #   traces.tar and rest.tar, then $W removed)
@@ -207,6 +207,14 @@ step_graphmeans() {  # (f) torch.profiler traces and per-kernel means beside rou
     run timeout 120 "$PY" $RT/cuda_graph_mlp.py --dtype $d --steps 13 --trace "$W/traces/graph-$d.pt.trace.json.gz" >/dev/null
     run "$PY" $RT/kernel_means.py "$W/rounds/graph-$d-r1.json.gz" "$W/traces/graph-$d.pt.trace.json.gz" \
       --json "$W/kernel_means-$d.json" | tail -30
+  done
+}
+
+step_detachpm() {  # item 1: does PM sampling live through cuptiFinalize? (detach_probe.py --scenario pm)
+  local r
+  for r in $(seq "${DETACH_RUNS:-2}"); do
+    run timeout 200 "$PY" $RT/detach_probe.py --scenario pm --precision "${DETACH_PREC:-amp}" \
+      --rounds "${DETACH_ROUNDS:-5}" --block "${DETACH_BLOCK:-20}" | tee "$W/detachpm-r$r.log" >/dev/null
   done
 }
 

@@ -427,14 +427,12 @@ class FoundFunction:
         while time.monotonic() < deadline:
             if self._stop.wait(CONFIRM_INTERVAL_S) or self.found.stepped or self.marked():
                 return False
-            frame: FrameType | None = sys._current_frames().get(self.main_ident)
-            if frame is None:
+            stack = main_stack(self.main_ident)
+            if not stack:
                 return False  # the main thread has ended
-            while frame is not None and frame is not loop:
-                frame = frame.f_back
-            if frame is None:
+            if loop not in stack:  # frames compare by identity
                 return True
-            del frame
+            del stack
         return False
 
     def _relearn(self, found: Found) -> Found | None:
@@ -458,8 +456,7 @@ class FoundFunction:
             if anchor is not None:
                 anchor.retire()
             self.found.move_function(inner.spec)
-        if not self._watch(outer):
-            self._loop = None
+        self._watch(outer)  # where it fails, no anchor is left and _confirm stops
 
     def _fail(self, why: str) -> None:
         if not self.found.function_name:
