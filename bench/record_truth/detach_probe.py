@@ -25,7 +25,9 @@ one PM sampler started before CUPTI's activity API is touched runs on through ro
 ``traced`` / ``off`` / ``detached`` blocks (``stop()`` + ``finalize`` before each detached
 block, a new backend after it), then is stopped; its samples are counted per block. Then a
 second sampler is opened after a finalize, for one traced block, to time a per-stretch
-sampler's open, start and stop.
+sampler's open, start and stop. Also asked: whether CUPTI's correlation ids start again after
+a finalize (each backend's kernel ids, ``corr``), and whether reading CUPTI's clock while
+detached attaches it again (``detached_clock``: a detached block that reads it every step).
 
 One ``DETACHPROBE {json}`` line at the end. Usage: python bench/record_truth/detach_probe.py
 [--block 10] [--rounds 3] [--warm 10] [--precision amp|fp32] [--scenario states|pm]
@@ -72,7 +74,8 @@ def main() -> None:
 
     windows: list[tuple[str, int, int]] = []  # (block, first, last perf_counter_ns)
 
-    def block(name: str) -> None:
+    def block(name: str, also: Any = None) -> None:
+        """``also``: called after each step, inside its time (``--scenario pm``)."""
         step()  # the first step after a switch pays the switch: not counted
         torch.cuda.synchronize()
         windows.append((name, time.perf_counter_ns(), 0))
@@ -80,6 +83,8 @@ def main() -> None:
         for _ in range(a.block):
             t0 = time.perf_counter()
             step()
+            if also is not None:
+                also()
             times.append(1e3 * (time.perf_counter() - t0))
         torch.cuda.synchronize()
         windows[-1] = (name, windows[-1][1], time.perf_counter_ns())
@@ -150,7 +155,15 @@ def pm_scenario(rounds: int, block: Any, timed: Any, new_backend: Any,
     def cupti_clock() -> int:
         return int(cupti.get_timestamp())
 
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"corr": []}
+
+    def corr(raw: Any) -> None:
+        """The kernel correlation ids of one backend: first, last, count."""
+        cols = getattr(raw, "columns", None)
+        ids = cols.kernels["correlation_id"] if cols is not None and cols.kernels.size else []
+        if len(ids):
+            out["corr"].append([int(np.min(ids)), int(np.max(ids)), len(ids)])
+
     offsets: list[int] = []  # CUPTI clock minus perf_counter_ns, taken while attached
 
     def pair() -> None:
@@ -175,9 +188,10 @@ def pm_scenario(rounds: int, block: Any, timed: Any, new_backend: Any,
         block("traced")
         step_of("pause", backend.pause)
         block("off")
-        step_of("stop", backend.stop)
+        corr(step_of("stop", backend.stop))
         step_of("finalize", cupti.finalize)
         block("detached")
+        block("detached_clock", cupti_clock)
     backend = step_of("attach", new_backend)
     pair()
     series = step_of("pm_stop", pm.stop) if pm is not None else None
@@ -192,7 +206,7 @@ def pm_scenario(rounds: int, block: Any, timed: Any, new_backend: Any,
              "expected": int((t1 - t0) / 40_000)}
             for name, t0, t1 in windows if t1]
     # one sampler per traced stretch: opened after a finalize, for one traced block
-    step_of("stop", backend.stop)
+    corr(step_of("stop", backend.stop))
     step_of("finalize", cupti.finalize)
     block("detached")
     pm2 = step_of("pm_open_after_finalize",
