@@ -5,9 +5,17 @@ timer (steptimer.py, printed as ``STEPTIMER {json}``) says the same steps lasted
 (median): a check inside one process, free of the host's drift between processes. The
 whole-run cost is the recorded processes' timer median over the bare processes'.
 
-Cycle i of a run file is step_ms[i] of the timer: an optimizer-step cycle starts in
-perfdiff's post-step hook, which runs just before the program's own (registered earlier),
-and a ``--cycle-range step`` cycle is the NVTX range the program's timer closes.
+Which timer step a cycle is: an optimizer-step cycle starts in perfdiff's post-step hook,
+which runs just before the program's own (registered earlier), and a ``--cycle-range step``
+cycle is the NVTX range the program's timer closes, so cycle index i is step_ms[i]. A found
+function's cycles (GPT-2 ``generate``) begin only once the function is found, some calls into
+the run, and those cut before a move up are left out (found_function.py): cycle index i is
+step_ms[i + k] for a k nobody wrote down. :func:`aligned_offset` finds k from the durations'
+*shape*: with the right k, a cycle and its step are the same call timed twice, so their log
+ratio is one constant per kind (traced, untraced) up to the boundaries' few microseconds;
+with a wrong k it carries the call-to-call scatter (about +-15 % for ``generate``). The
+constants are fitted per k, so the level being checked (untraced vs timer) does not choose
+k. Every row reports its k: 0 for optimizer-step and NVTX cycles is a check of the method.
 
 Usage: python bench/record_truth/untraced_check.py DIR [--json OUT]
   DIR holds NAME-rR.json.gz (recorded) with NAME-rR.json.gz.log (its output) and
@@ -43,6 +51,40 @@ def timer_of(log: str) -> dict[str, Any] | None:
     return None
 
 
+MIN_OVERLAP = 8  # cycles a shift must line up with timer steps to be considered
+
+
+def aligned_offset(dur_ms: np.ndarray, traced: np.ndarray, idx: np.ndarray,
+                   steps_ms: np.ndarray) -> tuple[int, float | None]:
+    """The shift k lining cycle ``idx[i]`` up with timer step ``idx[i] + k`` (module
+    docstring), and how clear it is: the best shift's scatter over the second best's (None
+    with one candidate). Scatter: the median absolute log ratio left once each kind's
+    median is taken out. 0 where no shift overlaps ``MIN_OVERLAP`` cycles."""
+    usable = (dur_ms > 0) & np.isfinite(dur_ms)
+    d, tr, ix = np.log(dur_ms[usable]), traced[usable], idx[usable]
+    need = min(MIN_OVERLAP, d.size)
+    scores: list[tuple[float, int]] = []
+    if d.size == 0 or steps_ms.size == 0:
+        return 0, None
+    for k in range(-int(ix.max()), int(steps_ms.size - ix.min())):
+        at = ix + k
+        sel = (at >= 0) & (at < steps_ms.size)
+        if sel.sum() < need or not (steps_ms[at[sel]] > 0).all():
+            continue
+        r = d[sel] - np.log(steps_ms[at[sel]])
+        for kind in (True, False):
+            part = tr[sel] == kind
+            if part.any():
+                r[part] -= np.median(r[part])
+        scores.append((float(np.median(np.abs(r))), k))
+    if not scores:
+        return 0, None
+    scores.sort()
+    best, k = scores[0]
+    clarity = round(best / scores[1][0], 3) if len(scores) > 1 and scores[1][0] > 0 else None
+    return k, clarity
+
+
 def recorded_row(path: str) -> dict[str, Any]:
     """One recorded process: its cycles set against its own timer."""
     rf = load_run_file(path)
@@ -57,14 +99,17 @@ def recorded_row(path: str) -> dict[str, Any]:
     idx = np.asarray(c.index)
     steady = idx >= skip
     untraced = timed_untraced(c) & steady  # the timed ones (a lead-in before each)
-    same = untraced & (idx < steps.size)
-    ratio = dur[same] / steps[idx[same]] - 1 if same.any() else np.asarray([])
+    shift, clarity = aligned_offset(dur, traced, idx, steps)
+    at = idx + shift
+    same = untraced & (at >= 0) & (at < steps.size)
+    ratio = dur[same] / steps[at[same]] - 1 if same.any() else np.asarray([])
     hold = np.asarray(c.hold_ns, dtype=float) / 1e6 if c.hold_ns is not None else None
     params = rf.workload.params
     return {
         "file": os.path.basename(path),
         "cycles_from": params.get("cycles_from"),
         "cycles": int(c.index.size), "untraced": int((~traced).sum()),
+        "timer_shift": shift, "timer_shift_clarity": clarity,
         "timer_median_ms": timer.get("median_step_ms"),
         "traced_median_ms": round(float(np.median(dur[traced & steady])), 4)
         if (traced & steady).any() else None,
@@ -98,7 +143,8 @@ def main() -> None:
             prog["recorded"].append(r["timer_median_ms"])
         print(f"{r['file']:28s} timer {r['timer_median_ms']} traced {r['traced_median_ms']} "
               f"untraced {r['untraced_median_ms']} ({r['untraced']}) untraced/timer "
-              f"{r['untraced_vs_timer_median_pct']} % hold max {r['hold_max_ms']} ms "
+              f"{r['untraced_vs_timer_median_pct']} % (shift {r['timer_shift']}) "
+              f"hold max {r['hold_max_ms']} ms "
               f">1ms {r['hold_cycles_over_1ms']}")
     for log in sorted(glob.glob(os.path.join(a.dir, "*-bare.log"))):
         name = re.sub(r"-r\d+-bare\.log$", "", os.path.basename(log))
