@@ -28,6 +28,7 @@ from perfdiff.readers.torch_profiler.events import (
     Launch,
     LaunchArgs,
     decode_kept,
+    decode_replacing,
     sort_events,
 )
 from perfdiff.readers.torch_profiler.ops import HostRanges, host_ops
@@ -289,7 +290,7 @@ def _counter_series(raws: list[msgspec.Raw], base_ns: int,
     samples: dict[tuple[str, int], list[tuple[int, float]]] = {}
     for raw, position in zip(raws, at, strict=True):
         try:
-            event = COUNTER_DECODER.decode(raw)
+            event = decode_replacing(COUNTER_DECODER.decode, raw)
         except msgspec.ValidationError as exc:
             raise BadTrace(f"malformed hardware_counters sample at traceEvents[{position}] "
                            f"({exc}); {REEXPORT}") from None

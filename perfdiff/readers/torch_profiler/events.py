@@ -143,20 +143,33 @@ REEXPORT = "the trace is damaged or was edited: re-export it from torch.profiler
 def _decodes(decode: Any, raw: msgspec.Raw) -> bool:
     """Whether one event decodes (used only to name the first bad one in the error)."""
     try:
-        _decode_replacing(decode, raw)
+        decode_replacing(decode, raw)
     except msgspec.ValidationError:
         return False
     return True
 
 
-def _decode_replacing(decode: Any, raw: msgspec.Raw) -> Any:
+def not_utf8(exc: Exception) -> bool:
+    """Whether a decode failed only because a string is not UTF-8. msgspec up to 0.22 raised
+    ``UnicodeDecodeError``; 0.23 raises a plain ``DecodeError`` ("Invalid UTF-8 encoded
+    string"), which the CI's fresh install met as exit 70. Both spellings are recognised, so
+    the reader does not depend on which msgspec a user has."""
+    if isinstance(exc, UnicodeDecodeError):
+        return True
+    return (isinstance(exc, msgspec.DecodeError) and not isinstance(exc, msgspec.ValidationError)
+            and "UTF-8" in str(exc))
+
+
+def decode_replacing(decode: Any, raw: msgspec.Raw) -> Any:
     """``decode(raw)``; an event whose strings are not UTF-8 is decoded with each bad byte
     replaced by U+FFFD (Kineto writes names as the program gave them; a non-UTF-8 kernel name
     ended in exit 70). The replacement keeps every other byte, so times and ids are intact."""
     try:
         return decode(raw)
-    except UnicodeDecodeError:
-        return decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
+    except (UnicodeDecodeError, msgspec.DecodeError) as exc:
+        if not not_utf8(exc):
+            raise
+    return decode(bytes(raw).decode("utf-8", "replace").encode("utf-8"))
 
 
 def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
@@ -182,7 +195,7 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
     spelling = CATEGORY_SPELLINGS  # one dict lookup turns away most CPU-side events
     try:
         for position, raw in enumerate(raws):
-            event = _decode_replacing(kind_of, raw)
+            event = decode_replacing(kind_of, raw)
             cat = event.cat
             if cat not in spelling:
                 continue
@@ -213,7 +226,7 @@ def sort_events(raws: list[msgspec.Raw]) -> _Sorted:
         shown = "" if where is None else f" at traceEvents[{where}]"
         raise BadTrace(f"malformed trace event{shown} ({exc}); {REEXPORT}") from None
     if not any(gpu.values()):  # the error line lists the categories: counted only then
-        categories = dict(Counter(_decode_replacing(kind_of, raw).cat for raw in raws))
+        categories = dict(Counter(decode_replacing(kind_of, raw).cat for raw in raws))
     # the dropped slices go now; the kept ones hold the file's bytes until they are decoded
     raws.clear()
     return _Sorted(gpu, launches, ranges, counters, at, host_ops, profiler_ranges,
@@ -229,8 +242,11 @@ def decode_kept(raws: list[msgspec.Raw], decoder: msgspec.json.Decoder[_T],
     try:
         try:
             events = [decode(raw) for raw in raws]
-        except UnicodeDecodeError:  # a name that is not UTF-8: kept, with U+FFFD for its bytes
-            events = [_decode_replacing(decode, raw) for raw in raws]
+        except (UnicodeDecodeError, msgspec.DecodeError) as exc:
+            if not not_utf8(exc):
+                raise
+            # a name that is not UTF-8: kept, with U+FFFD for its bytes
+            events = [decode_replacing(decode, raw) for raw in raws]
     except msgspec.ValidationError as exc:
         bad = next((i for i, raw in enumerate(raws) if not _decodes(decode, raw)), None)
         shown = "" if bad is None else bytes(raws[bad])[:80].decode("utf-8", "replace")

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from perfdiff.readers.torch_profiler.events import ANY_DECODER, BadTrace, Trace
+from perfdiff.readers.torch_profiler.events import ANY_DECODER, BadTrace, Trace, decode_replacing
 from perfdiff.schema.model import DeviceInfo
 
 
@@ -66,7 +66,7 @@ def _writer(trace: Trace) -> str:
 
 
 def _raw_json(raw: msgspec.Raw) -> Any:
-    return ANY_DECODER.decode(raw) if len(raw) else None
+    return decode_replacing(ANY_DECODER.decode, raw) if len(raw) else None
 
 
 def _version_text(raw: msgspec.Raw) -> str | None:
