@@ -29,13 +29,30 @@ sampler's open, start and stop. Also asked: whether CUPTI's correlation ids star
 a finalize (each backend's kernel ids, ``corr``), and whether reading CUPTI's clock while
 detached attaches it again (``detached_clock``: a detached block that reads it every step).
 
+``--finalize exit-site`` calls ``cuptiFinalize`` the way CUPTI's dynamic-detach notes and Kineto
+(pytorch/kineto#686, "Safely teardown CUPTI": a direct call raced other threads' CUPTI calls
+and crashed in ``cuptiActivityFlushAll``) do it: from a runtime-API callback at its exit site,
+on the thread making the call, here the ``cudaDeviceSynchronize`` of ``torch.cuda.synchronize``.
+Asked: whether that works from Python (cupti-python's ``subscribe``), what it costs beside
+``direct``, and whether a PM sampler's drain thread (``--scenario pm``) survives either.
+
+``--scenario names`` asks what a finalize does to the kernel names still to be read: the raw
+intake keeps each kernel's name as the address of CUPTI's string and reads it at stop
+(``raw_intake.resolve_names``), so a detached run would read, after ``cuptiFinalize``,
+addresses CUPTI may have freed. One traced block is decoded without names, its names read
+before and after a finalize and compared (a ``NAMES {json}`` line is printed before the read
+after, so a crash there still leaves the first answer and the exit status says the rest);
+then a second attach's name addresses are set against the first's.
+
 One ``DETACHPROBE {json}`` line at the end. Usage: python bench/record_truth/detach_probe.py
-[--block 10] [--rounds 3] [--warm 10] [--precision amp|fp32] [--scenario states|pm]
+[--block 10] [--rounds 3] [--warm 10] [--precision amp|fp32] [--scenario states|pm|names]
+[--finalize direct|exit-site]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -56,7 +73,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--warm", type=int, default=10)
     p.add_argument("--precision", choices=("amp", "fp32"), default="amp")
-    p.add_argument("--scenario", choices=("states", "pm"), default="states")
+    p.add_argument("--scenario", choices=("states", "pm", "names"), default="states")
+    p.add_argument("--finalize", choices=("direct", "exit-site"), default="direct")
     a = p.parse_args()
     import torch
     from cnn_train import make_step
@@ -67,6 +85,8 @@ def main() -> None:
     from perfdiff.collect.settings import DEFAULT_METRICS
 
     step = make_step(a.precision)  # cnn_train.py's own step
+    finalize = (cupti.finalize if a.finalize == "direct"
+                else lambda: finalize_at_exit_site(cupti, torch.cuda.synchronize))
 
     rows: dict[str, list[float]] = {}
     order: list[str] = []
@@ -114,7 +134,9 @@ def main() -> None:
     kernels = 0
     extra: dict[str, Any] = {}
     if a.scenario == "pm":
-        extra = pm_scenario(a.rounds, block, timed, new_backend, windows, errors)
+        extra = pm_scenario(a.rounds, block, timed, new_backend, windows, errors, finalize)
+    if a.scenario == "names":
+        extra = names_scenario(block, timed, new_backend, finalize)
     for r in range(a.rounds if a.scenario == "states" else 0):
         try:
             backend = timed("attach", new_backend)
@@ -130,7 +152,7 @@ def main() -> None:
             raw = timed("stop", backend.stop)
             kernels += (int(raw.columns.kernels.size) if raw.columns is not None
                         else len(raw.kernels))
-            timed("finalize", cupti.finalize)
+            timed("finalize", finalize)
             block("detached")
         except Exception as exc:
             errors.append(f"round {r}: {type(exc).__name__}: {exc}")
@@ -140,12 +162,80 @@ def main() -> None:
                for name, v in rows.items()}
     print("DETACHPROBE " + json.dumps({
         "precision": a.precision, "summary": summary, "order": order, "errors": errors,
-        "switch_ms": switches, "kernels": kernels, "scenario": a.scenario, **extra,
+        "switch_ms": switches, "kernels": kernels, "scenario": a.scenario,
+        "finalize": a.finalize, **extra,
         "steps": {k: [round(x, 3) for x in v] for k, v in rows.items()}}), flush=True)
 
 
+def finalize_at_exit_site(cupti: Any, call: Any) -> None:
+    """``cuptiFinalize`` from the exit site of the runtime API call ``call()`` makes (module
+    docstring); raises what the callback met, or if it never ran."""
+    met: list[BaseException | None] = []
+
+    def on_api(_userdata: Any, _domain: Any, _cbid: Any, cbdata: Any) -> None:
+        if met or cbdata.callback_site != cupti.ApiCallbackSite.API_EXIT:
+            return
+        try:
+            cupti.finalize()
+            met.append(None)
+        except BaseException as exc:  # carried to the caller: a callback cannot raise
+            met.append(exc)
+
+    subscriber = cupti.subscribe(on_api, None)
+    try:
+        cupti.enable_domain(1, subscriber, cupti.CallbackDomain.RUNTIME_API)
+        call()
+    finally:
+        if not met or met[0] is not None:  # finalize unsubscribes; otherwise do it here
+            with contextlib.suppress(Exception):
+                cupti.unsubscribe(subscriber)
+    if not met:
+        raise RuntimeError("no runtime API call reached its exit site")
+    if met[0] is not None:
+        raise met[0]
+
+
+def names_scenario(block: Any, timed: Any, new_backend: Any, finalize: Any) -> dict[str, Any]:
+    """``--scenario names`` (module docstring): are CUPTI's name strings readable after a
+    finalize, and does a new attach reuse their addresses?"""
+    from perfdiff.collect.cupti.raw_intake import resolve_names
+
+    def keys_of(backend: Any) -> np.ndarray[Any, Any]:
+        intake = backend.intake
+        timed("pause", backend.pause)
+        timed("decode", lambda: (intake.decode_spool(), intake.decode_pending()))
+        parts = [chunk.kernels["name_key"] for chunk in intake.chunks]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+    first = new_backend()
+    block("traced")
+    keys = keys_of(first)
+    before = resolve_names(keys, {})
+    out: dict[str, Any] = {"keys": int(keys.size),
+                           "names_sample": sorted(set(before.values()))[:5]}
+    timed("finalize", finalize)
+    print("NAMES " + json.dumps(out), flush=True)  # a crash below leaves this answer
+    after = resolve_names(keys, {})
+    out["changed_after_finalize"] = sum(before[k] != after[k] for k in before)
+    out["changed_sample"] = [[before[k][:60], after[k][:60]] for k in before
+                             if before[k] != after[k]][:5]
+    second = new_backend()
+    block("traced")
+    keys2 = keys_of(second)
+    again = resolve_names(keys2, {})
+    by_name = {name: key for key, name in before.items()}
+    out["second_keys"] = int(keys2.size)
+    out["second_same_address"] = sum(by_name.get(name) == key for key, name in again.items())
+    out["second_names_new"] = sum(name not in by_name for name in again.values())
+    timed("stop", second.stop)
+    timed("finalize", finalize)
+    block("detached")
+    return out
+
+
 def pm_scenario(rounds: int, block: Any, timed: Any, new_backend: Any,
-                windows: list[tuple[str, int, int]], errors: list[str]) -> dict[str, Any]:
+                windows: list[tuple[str, int, int]], errors: list[str],
+                finalize: Any) -> dict[str, Any]:
     """``--scenario pm`` (module docstring): what PM sampling does across ``cuptiFinalize``."""
     from cupti import cupti
 
@@ -189,7 +279,7 @@ def pm_scenario(rounds: int, block: Any, timed: Any, new_backend: Any,
         step_of("pause", backend.pause)
         block("off")
         corr(step_of("stop", backend.stop))
-        step_of("finalize", cupti.finalize)
+        step_of("finalize", finalize)
         block("detached")
         block("detached_clock", cupti_clock)
     backend = step_of("attach", new_backend)
@@ -207,7 +297,7 @@ def pm_scenario(rounds: int, block: Any, timed: Any, new_backend: Any,
             for name, t0, t1 in windows if t1]
     # one sampler per traced stretch: opened after a finalize, for one traced block
     corr(step_of("stop", backend.stop))
-    step_of("finalize", cupti.finalize)
+    step_of("finalize", finalize)
     block("detached")
     pm2 = step_of("pm_open_after_finalize",
                   lambda: PmSampler(DEFAULT_METRICS, 40_000, 0, cupti_clock))
@@ -220,7 +310,7 @@ def pm_scenario(rounds: int, block: Any, timed: Any, new_backend: Any,
         out["pm2_samples"] = int(series2[0].timestamps_ns.size) if series2 else None
         out["pm2_warnings"] = list(pm2.warnings)
     step_of("stop", backend.stop)
-    step_of("finalize", cupti.finalize)
+    step_of("finalize", finalize)
     block("detached")
     return out
 

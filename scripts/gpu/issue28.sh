@@ -4,7 +4,7 @@
 # usage (repo root, wheels in .whl/): OUT=/tmp/out bash scripts/gpu/issue28.sh STEP...
 #   steps: var smi smistop install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
 #          overhead timmlong gil stream timmvar gpt2holds gpuall costprobe bisect pmsweep gpt2pm
-#          compare packsmall drainprobe overlapdump pmcheck graphmeans detachpm
+#          compare packsmall drainprobe overlapdump pmcheck graphmeans detachpm detachnames
 #          pack (COLLECT_OPTS: extra collect options)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
 #   traces.tar and rest.tar, then $W removed)
@@ -211,10 +211,24 @@ step_graphmeans() {  # (f) torch.profiler traces and per-kernel means beside rou
 }
 
 step_detachpm() {  # item 1: does PM sampling live through cuptiFinalize? (detach_probe.py --scenario pm)
-  local r
+  # each finalize mode (DETACH_FINALIZE: direct, exit-site = from a runtime-API exit callback)
+  local r f
   for r in $(seq "${DETACH_RUNS:-2}"); do
-    run timeout 200 "$PY" $RT/detach_probe.py --scenario pm --precision "${DETACH_PREC:-amp}" \
-      --rounds "${DETACH_ROUNDS:-5}" --block "${DETACH_BLOCK:-20}" | tee "$W/detachpm-r$r.log" >/dev/null
+    for f in ${DETACH_FINALIZE:-direct exit-site}; do
+      run timeout 200 "$PY" $RT/detach_probe.py --scenario pm --precision "${DETACH_PREC:-amp}" \
+        --rounds "${DETACH_ROUNDS:-5}" --block "${DETACH_BLOCK:-20}" --finalize "$f" \
+        | tee "$W/detachpm-$f-r$r.log" >/dev/null
+    done
+  done
+}
+
+step_detachnames() {  # item 1: are CUPTI's kernel-name strings readable after cuptiFinalize?
+  # (a detached run would read them at stop: raw_intake.resolve_names); a crash is an answer too
+  local f
+  for f in ${DETACH_FINALIZE:-direct exit-site}; do
+    run timeout 120 "$PY" $RT/detach_probe.py --scenario names --precision "${DETACH_PREC:-amp}" \
+      --block "${DETACH_BLOCK:-20}" --finalize "$f" | tee "$W/detachnames-$f.log" >/dev/null
+    say "detachnames $f exit status ${PIPESTATUS[0]}"
   done
 }
 
