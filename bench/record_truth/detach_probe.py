@@ -42,7 +42,9 @@ intake keeps each kernel's name as the address of CUPTI's string and reads it at
 addresses CUPTI may have freed. One traced block is decoded without names, its names read
 before and after a finalize and compared (a ``NAMES {json}`` line is printed before the read
 after, so a crash there still leaves the first answer and the exit status says the rest);
-then a second attach's name addresses are set against the first's.
+then a second attach's name addresses are set against the first's, and its stream ids (the
+kernels', and CUPTI's id of the program's stream: the boundary marks find their own records
+by it) against the first attach's.
 
 One ``DETACHPROBE {json}`` line at the end. Usage: python bench/record_truth/detach_probe.py
 [--block 10] [--rounds 3] [--warm 10] [--precision amp|fp32] [--scenario states|pm|names]
@@ -136,7 +138,8 @@ def main() -> None:
     if a.scenario == "pm":
         extra = pm_scenario(a.rounds, block, timed, new_backend, windows, errors, finalize)
     if a.scenario == "names":
-        extra = names_scenario(block, timed, new_backend, finalize)
+        extra = names_scenario(block, timed, new_backend, finalize,
+                               lambda: stream_id(cupti, torch.cuda.current_stream().cuda_stream))
     for r in range(a.rounds if a.scenario == "states" else 0):
         try:
             backend = timed("attach", new_backend)
@@ -195,16 +198,29 @@ def finalize_at_exit_site(cupti: Any, call: Any) -> None:
         raise met[0]
 
 
-def names_scenario(block: Any, timed: Any, new_backend: Any, finalize: Any) -> dict[str, Any]:
+def stream_id(cupti: Any, handle: int) -> int | str:
+    try:
+        return int(cupti.get_stream_id_ex(0, int(handle), 0))
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def names_scenario(block: Any, timed: Any, new_backend: Any, finalize: Any,
+                   program_stream: Any) -> dict[str, Any]:
     """``--scenario names`` (module docstring): are CUPTI's name strings readable after a
     finalize, and does a new attach reuse their addresses?"""
     from perfdiff.collect.cupti.raw_intake import resolve_names
+
+    streams: list[dict[str, Any]] = []
 
     def keys_of(backend: Any) -> np.ndarray[Any, Any]:
         intake = backend.intake
         timed("pause", backend.pause)
         timed("decode", lambda: (intake.decode_spool(), intake.decode_pending()))
         parts = [chunk.kernels["name_key"] for chunk in intake.chunks]
+        kernel_streams = sorted({int(x) for chunk in intake.chunks
+                                 for x in np.unique(chunk.kernels["stream"]).tolist()})
+        streams.append({"program_stream": program_stream(), "kernel_streams": kernel_streams})
         return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
     first = new_backend()
@@ -227,6 +243,7 @@ def names_scenario(block: Any, timed: Any, new_backend: Any, finalize: Any) -> d
     out["second_keys"] = int(keys2.size)
     out["second_same_address"] = sum(by_name.get(name) == key for key, name in again.items())
     out["second_names_new"] = sum(name not in by_name for name in again.values())
+    out["streams_per_attach"] = streams
     timed("stop", second.stop)
     timed("finalize", finalize)
     block("detached")

@@ -49,6 +49,7 @@ def collect_program(
     untraced_every: int | None = DEFAULT_UNTRACED_EVERY,
     cost_target: float = DEFAULT_COST_TARGET,
     shards: bool = False,
+    detach_untraced: bool = False,
 ) -> None:
     """Run and record CMD; exit with its exit code (0 when every run succeeded).
 
@@ -84,7 +85,7 @@ def collect_program(
         cycle_function=cycle_function or None, warmup=warmup,
         metrics=metrics, pm_sampling=pm_sampling,
         nvml=nvml, nvml_interval_ms=nvml_interval_ms, trace_memory=trace_memory, backend=backend,
-        untraced_every=untraced_every, cost_target=cost_target,
+        untraced_every=untraced_every, cost_target=cost_target, detach_untraced=detach_untraced,
         # None: the program launcher's own default (settings.DEFAULT_PROGRAM_SAMPLE_INTERVAL_NS)
         sample_interval_ns=(InjectConfig.sample_interval_ns if sample_interval_ns is None
                             else sample_interval_ns),

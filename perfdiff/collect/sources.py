@@ -107,10 +107,17 @@ def open_trace(settings: RecordSettings, *, launch_records: bool,
     ``spool_dir`` (``spool.py``: none decoded while the program runs). ``launch_records``:
     record launch API calls, where cycles have no boundary marks to go by
     (``program_marks.py``)."""
-    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend
+    from perfdiff.collect.cupti.cupti_activity import CuptiActivityBackend, import_cupti
 
-    return CuptiActivityBackend(trace_memory=settings.trace_memory, trace_api=launch_records,
-                                spool_dir=spool_dir)
+    def backend(api: bool) -> CuptiActivityBackend:
+        return CuptiActivityBackend(trace_memory=settings.trace_memory, trace_api=api,
+                                    spool_dir=spool_dir)
+
+    if not settings.detach_untraced:
+        return backend(launch_records)
+    from perfdiff.collect.cupti.detached import open_detaching
+
+    return open_detaching(backend, launch_records=launch_records, cupti=import_cupti())
 
 
 def open_marker(torch: Any, device_index: int, warnings: list[str], *,

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from perfdiff.collect.cupti.detached import DetachingTrace
 from perfdiff.collect.records import ApiRecord, KernelRecord, RawTrace, TransferRecord
 from perfdiff.schema.model import DeviceInfo, Environment
 
@@ -126,9 +127,27 @@ def fake_device(index: int) -> DeviceInfo:
                       memory_bytes=2**30)
 
 
-def open_fake(config: Any) -> FakeTrace:
+class FakeDetaching(DetachingTrace):
+    """``--detach-untraced`` over FakeTrace stretches: each "attach" is a new FakeTrace, whose
+    correlation ids start again at 1 (the case perfdiff must join); finalize and the GPU
+    synchronise do nothing."""
+
+    def __init__(self) -> None:
+        self.finalized = 0
+        super().__init__(lambda _api: FakeTrace(), launch_records=True,
+                         finalize=self._finalize, synchronize=lambda: None,
+                         host_clock=time.monotonic_ns)
+
+    def _finalize(self) -> None:
+        self.finalized += 1
+
+    def environment(self) -> Environment:
+        return FakeTrace().environment()
+
+
+def open_fake(config: Any) -> FakeTrace | FakeDetaching:
     """The backend factory :data:`FAKE_BACKEND` names (the child calls it with its config)."""
-    return FakeTrace()
+    return FakeDetaching() if getattr(config, "detach_untraced", False) else FakeTrace()
 
 
 def fake_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
@@ -163,5 +182,5 @@ def perfdiff_main() -> None:
     main()
 
 
-__all__ = ["FAKE_BACKEND", "FAKE_GPU_NAME", "PERFDIFF_FAKE", "ROOT", "FakeTrace", "fake_device",
-           "fake_env", "launch", "open_fake", "perfdiff_main", "use_fake_backend"]
+__all__ = ["FAKE_BACKEND", "FAKE_GPU_NAME", "PERFDIFF_FAKE", "ROOT", "FakeDetaching", "FakeTrace",
+           "fake_device", "fake_env", "launch", "open_fake", "perfdiff_main", "use_fake_backend"]

@@ -143,17 +143,27 @@ class UntracedCycles:
         return self.schedule.untraced(self._measured, self._run, self._stretch)
 
     def _pause(self) -> bool:
-        """Tracing and the samplers off before an untraced run; False if it failed."""
+        """The samplers, then tracing, off before an untraced run; False if it failed.
+
+        Samplers first: a sampler's thread stamps its samples on the trace's clock, and a
+        trace that detaches CUPTI (``cupti/detached.py``) must not have another thread
+        calling into CUPTI while it does (pytorch/kineto#686 crashed so)."""
         began = self.log.clock_ns()
+        self._pause_samplers()
         try:
             self.trace.pause()
         except Exception as exc:  # a switch that fails stops the untraced cycles, not the run
             self.errors.append(f"switching tracing off failed ({type(exc).__name__}: {exc})")
             self._switch_failed = True
+            self._resume_samplers()
             return False
         self._paused = True
         self._mark, self.log.mark = self.log.mark, None
         self.positions.append(len(self.log.starts))
+        self._off_ns = self.log.clock_ns() - began
+        return True
+
+    def _pause_samplers(self) -> None:
         self._paused_samplers = []
         for sampler in self.samplers:
             if not callable(getattr(sampler, "pause", None)):
@@ -167,8 +177,6 @@ class UntracedCycles:
                 continue
             self._paused_samplers.append(sampler)
             self._ever_paused.add(str(getattr(sampler, "name", "sampler")))
-        self._off_ns = self.log.clock_ns() - began
-        return True
 
     def release(self) -> None:
         """This log's cycles are no longer the run's (a found function's, once an optimizer or
@@ -215,9 +223,21 @@ class UntracedCycles:
             self._next = self._ask()
 
     def _resume(self) -> None:
+        """Tracing, then the samplers, on again (the reverse of ``_pause``)."""
         began = self.log.clock_ns()
         self._paused = False
         self.log.mark = self._mark
+        try:
+            self.trace.resume()
+        except Exception as exc:
+            self.errors.append(f"switching tracing on again failed ({type(exc).__name__}: "
+                               f"{exc}); kernels after it are missing")
+            self._switch_failed = True
+        self._resume_samplers()
+        if self.schedule is not None:
+            self.schedule.observe_switch(self._off_ns + self.log.clock_ns() - began)
+
+    def _resume_samplers(self) -> None:
         for sampler in self._paused_samplers:
             try:
                 sampler.resume()
@@ -226,14 +246,6 @@ class UntracedCycles:
                                 f"untraced cycle failed ({type(exc).__name__}: {exc}); its "
                                 "samples after it may be missing")
         self._paused_samplers = []
-        try:
-            self.trace.resume()
-        except Exception as exc:
-            self.errors.append(f"switching tracing on again failed ({type(exc).__name__}: "
-                               f"{exc}); kernels after it are missing")
-            self._switch_failed = True
-        if self.schedule is not None:
-            self.schedule.observe_switch(self._off_ns + self.log.clock_ns() - began)
 
     def _note_once(self, error: str) -> None:
         """A sampler's failure, once: it would recur at every untraced cycle."""
@@ -253,7 +265,9 @@ class UntracedCycles:
             return {}
         if not self.positions:
             return {"untraced_schedule": schedule}
-        return {"untraced_pause": ["cupti_activity", *sorted(self._ever_paused)],
+        # a trace that detached CUPTI in them (--detach-untraced: cupti/detached.py) says so
+        detached = ["cupti_detached"] if getattr(self.trace, "detaches", 0) else []
+        return {"untraced_pause": ["cupti_activity", *detached, *sorted(self._ever_paused)],
                 "untraced_schedule": schedule}
 
     def apply(self, table: CycleTable) -> CycleTable:

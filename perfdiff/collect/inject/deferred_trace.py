@@ -54,6 +54,7 @@ class DeferredTrace:
         self._notes: list[str] = []
         self._stopped = False
         self._clock: Callable[[], int] | None = None  # the real backend's, kept after stop
+        self._stopped_real: Any = None  # the real backend once stopped (its ``detaches``)
         self.started_by: str | None = None
 
     @property
@@ -145,6 +146,13 @@ class DeferredTrace:
             if self._real is not None:
                 self._real.resume()
 
+    @property
+    def detaches(self) -> int:
+        """How often the real backend detached CUPTI (``cupti/detached.py``); 0 if it never
+        does, kept after stop."""
+        real = self._real if self._real is not None else self._stopped_real
+        return int(getattr(real, "detaches", 0) or 0)
+
     def stop_api_records(self) -> bool:
         """The real backend's ``stop_api_records`` (found_marks.py); False before it started
         or where it has none."""
@@ -163,6 +171,7 @@ class DeferredTrace:
                                    "started and no kernels were recorded")
             return RawTrace()
         raw: RawTrace = real.stop()
+        self._stopped_real = real
         self._notes.extend(getattr(real, "warnings", []))
         return raw
 

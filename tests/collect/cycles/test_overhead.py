@@ -281,3 +281,32 @@ def test_the_note_says_what_the_figure_covers_and_the_decoding_between_cycles() 
     assert "+25.0 %" in new
     assert "PM sampling ran in both, so its cost is not in this figure" in new
     assert "between cycles perfdiff also spent 2.50 ms per cycle decoding" in new
+
+
+def test_a_program_run_with_cupti_detached_in_its_untraced_runs_keeps_every_kernel(
+        tmp_path: Path) -> None:
+    """``--detach-untraced`` on the fake backend: each traced stretch is a new backend whose
+    correlation ids start again at 1 (cupti/detached.py). The kernels still land in their own
+    cycles (assigned through launch records by correlation id), none from an untraced cycle,
+    and the run file says CUPTI was detached."""
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    env = fake_env()
+    env.pop("PERFDIFF_INJECT_CONFIG", None)
+    out = tmp_path / "run.json.gz"
+    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "1",
+                           "--untraced-every", "8", "--no-pm", "--no-nvml",
+                           "--detach-untraced", "--", sys.executable, "prog.py"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    rf = load_run_file(out)
+    (run,) = rf.runs
+    assert run.cycles.traced is not None
+    untraced = np.flatnonzero(run.cycles.traced == 0).tolist()
+    assert untraced == [7, 8, 15, 16, 23, 24, 31, 32]
+    names = [rf.strings[i].mangled for i in run.kernels.name_id.tolist()]
+    assert len(names) == 33 - 8
+    launched_in = [int(name.split("_")[0][1:]) for name in names]
+    assert launched_in == [c for c in range(33) if c not in untraced]
+    assert run.kernels.cycle.tolist() == launched_in  # the cycle each was launched in
+    assert "cupti_detached" in rf.workload.params["untraced_pause"]
