@@ -20,7 +20,9 @@ from round to round, so no mode always runs first or last.
   to see where the overhead comes from (``--modes`` picks the modes); perfdiff-api: all
   sources, with launch API records instead of cycle boundary marks (the default before
   2026-11-22; see perfdiff/collect/cycles/boundary_marks.py); perfdiff-trace-nomem: without memcpy
-  and memset records; perfdiff-trace-alltraced, perfdiff-alltraced: no untraced cycles.
+  and memset records; perfdiff-trace-alltraced, perfdiff-alltraced: no untraced cycles;
+  perfdiff-nopm, perfdiff-detach: no PM sampling, with CUPTI attached (kinds off) or detached
+  (``--detach-untraced``) in the untraced cycles.
 
 Second design (``--alternate BLOCKS``): one process per instrumented mode, alternating blocks
 of bare cycles and cycles under the mode on the same model (see ``child_alternating``).
@@ -90,6 +92,9 @@ def settings_for(mode: str) -> Any:
         "perfdiff-trace-alltraced": CollectSettings(pm_sampling=False, nvml=False,
                                                     untraced_every=0),
         "perfdiff-alltraced": CollectSettings(untraced_every=0),
+        # CUPTI detached in the untraced runs (issue 28; perfdiff/collect/cupti/detached.py)
+        "perfdiff-nopm": CollectSettings(pm_sampling=False),
+        "perfdiff-detach": CollectSettings(pm_sampling=False, detach_untraced=True),
     }[mode]
 
 

@@ -303,19 +303,21 @@ step_packsmall() {  # logs and summaries in one tar, run files in one tar per pr
 }
 
 variant() {  # variant PROG CFG ROUND: PROG recorded as CFG (D defaults, P --no-pm, Q --no-pm
-  # --no-nvml, F perfdiff's Python side only: the fake CUPTI backend, --no-pm --no-nvml)
+  # --no-nvml, F perfdiff's Python side only: the fake CUPTI backend, --no-pm --no-nvml,
+  # X --no-pm --detach-untraced: CUPTI detached in the untraced runs, cupti/detached.py)
   local p=$1 c=$2 r=$3 f="$W/rounds/$1$2-r$3"
   case $c in
     B) bare "$p" "$W/rounds/$p-r$r-bare.log" >/dev/null ;;
     D) run timeout 180 "${PD[@]}" collect $(opts "$p") -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
     P) run timeout 180 "${PD[@]}" collect $(opts "$p") --no-pm -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
     Q) run timeout 180 "${PD[@]}" collect $(opts "$p") --no-pm --no-nvml -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
+    X) run timeout 180 "${PD[@]}" collect $(opts "$p") --no-pm --detach-untraced -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
     F) PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" run timeout 150 "${PD_FAKE[@]}" collect $(opts "$p") --no-pm --no-nvml \
          -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
   esac
 }
 
-step_var() {  # each of VARS (B bare, D, P, Q, F) for each of VARPROGS, order rotated every
+step_var() {  # each of VARS (B bare, D, P, Q, F, X) for each of VARPROGS, order rotated every
   local r c cfgs p  # round; every variant's run gets its round's bare log (untraced_check.py)
   for r in $(seq 1 "${ROUNDS:-3}"); do
     for p in ${VARPROGS:-graph-bf16}; do

@@ -1,0 +1,45 @@
+"""``--detach-untraced`` on a real GPU: CUPTI detached in every untraced run, attached again
+after it, and every traced cycle still holds exactly its own kernels.
+
+The program is ``test_user_program_gpu.py``'s: iteration i runs ``i % 3 + 1`` extra
+elementwise kernels, so kernels per traced cycle minus that number are the same in every
+traced cycle if (and only if) every kernel of a traced cycle was recorded and landed there,
+across the detaches (new correlation ids, new name addresses, possibly new stream ids).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfdiff.schema.io import load_run_file
+from tests.gpu.test_user_program_gpu import PROGRAM, STEPS, _collect
+
+pytestmark = pytest.mark.gpu
+
+
+def test_untraced_runs_with_cupti_detached_keep_every_traced_kernel(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(textwrap.dedent(PROGRAM))
+    proc, out = _collect(tmp_path, "--warmup", "1", "--untraced-every", "4", "--no-pm",
+                         "--no-nvml", "--detach-untraced", "--", sys.executable, "prog.py",
+                         "marks")
+    assert proc.returncode == 0, proc.stderr
+    rf = load_run_file(out)
+    run = rf.runs[0]
+    assert run.cycles.index.size == STEPS
+    assert run.cycles.traced is not None
+    traced = run.cycles.traced.astype(bool) & ~run.cycles.warmup.astype(bool)
+    counts = np.bincount(run.kernels.cycle[run.kernels.cycle >= 0],
+                         minlength=run.cycles.index.size)
+    extra = [int(counts[i]) - (i % 3 + 1) for i in np.flatnonzero(traced).tolist()]
+    assert len(extra) >= 4 and len(set(extra)) == 1 and extra[0] >= 1, extra
+    assert all(counts[i] == 0 for i in np.flatnonzero(run.cycles.traced == 0).tolist())
+    assert "cupti_detached" in rf.workload.params["untraced_pause"]
+    assert not any("CUPTI attached from a point on" in w for w in rf.collection.warnings), \
+        rf.collection.warnings
+    print("traced", int(traced.sum()), "untraced", int((run.cycles.traced == 0).sum()),
+          "extra per cycle", extra[0], "warnings", rf.collection.warnings)
