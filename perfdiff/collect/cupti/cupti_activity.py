@@ -126,6 +126,11 @@ class CuptiActivityBackend:
                                  "are decoded as CUPTI hands them over (holds the interpreter "
                                  "inside cycles)")
 
+    def retire(self) -> object:
+        """After ``stop`` and ``cuptiFinalize`` (``detached.py``): what must outlive this
+        backend (the raw intake's C callbacks), its buffers freed."""
+        return self.intake.retire() if self.intake is not None else None
+
     def between_cycles(self) -> None:
         """A cycle has ended (``CycleLog.on_cycle_end``): decode the buffers completed since,
         now, on the program's thread, outside every cycle; and from now on keep completed

@@ -71,6 +71,7 @@ class DetachingTrace:
         self._detaches = 0
         self._gave_up = ""  # why detaching stopped; "" while it works
         self._stopped = False
+        self._retired: list[object] = []  # stopped backends' C callbacks, kept alive
 
     @property
     def warnings(self) -> list[str]:
@@ -126,6 +127,9 @@ class DetachingTrace:
         offset = int(self._inner.clock_ns()) - self._host_clock()
         self._parts.append(self._inner.stop())
         self._done_warnings.extend(getattr(self._inner, "warnings", []))
+        retire = getattr(self._inner, "retire", None)
+        if retire is not None:
+            self._retired.append(retire())
         self._offset, self._detached = offset, True  # before finalize: no clock read needs CUPTI
         try:
             self._finalize()

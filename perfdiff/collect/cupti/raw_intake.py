@@ -149,6 +149,14 @@ class RawIntake:
             raise RecordLayoutError(f"cuptiActivityRegisterCallbacks failed (CUPTI error "
                                     f"{status}); raw activity intake unavailable")
 
+    def retire(self) -> tuple[Any, Any]:
+        """This intake is done (its stretch's CUPTI was finalised: ``detached.py``): its pooled
+        buffers go, and the two C callbacks are returned for the caller to keep alive, in
+        case CUPTI still holds their addresses."""
+        with self._lock:
+            self._pool.clear()
+        return self._request_cb, self._complete_cb
+
     def attach_spool(self, path: Path) -> None:
         """From now on write completed buffers to ``path`` instead of decoding them
         (module docstring); SpoolError (an OSError) if the file cannot be created."""
