@@ -184,8 +184,12 @@ def _other_share(path: Path) -> float:
 def test_families_cover_95_percent_of_kernel_time_in_every_fixture_and_shared_input() -> None:
     """Read as perfdiff reads them (not the harvested table above): every recording, trace and
     LatencyPrism folder of fixtures/ and the shared data."""
+    from tests.shared_data import SHARED
+
     shares = {str(p): _other_share(p) for p in _inputs()}
-    assert len(shares) >= 78
+    # 60 recordings of fixtures/, 18 more with the shared data (a clone without ../shared
+    # checks its own fixtures and still fails on a reader that silently reads fewer)
+    assert len(shares) >= (78 if SHARED.is_dir() else 60)
     assert all(str(FIXTURES / name) in shares for name in GAUSSIAN)
     worst = sorted(shares.items(), key=lambda kv: -kv[1])[:3]
     assert worst[0][1] < 0.05, worst

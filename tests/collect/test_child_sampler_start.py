@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,7 +38,7 @@ class FakeSampler:
 
 
 @pytest.fixture()
-def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
+def collector(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ChildCollector:
     events.clear()
     torch = types.ModuleType("torch")
     torch.cuda = types.SimpleNamespace(is_initialized=lambda: True,  # type: ignore[attr-defined]
@@ -63,7 +64,9 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> ChildCollector:
     env.torch_device_info = lambda torch, device, nvml: types.SimpleNamespace(  # type: ignore[attr-defined]
         uuid="GPU-x")
     monkeypatch.setitem(sys.modules, "perfdiff.collect.environment", env)
-    config = InjectConfig(shard_dir="/nonexistent", warmup=2, backend=CUPTI_BACKEND)
+    # the collector writes its shard at exit: into this test's folder (as root, a made-up
+    # path was created and filled)
+    config = InjectConfig(shard_dir=str(tmp_path), warmup=2, backend=CUPTI_BACKEND)
     return ChildCollector(config, FakeTrace())
 
 
@@ -124,10 +127,10 @@ def test_pm_not_reached_because_no_measured_cycle_is_said(collector: ChildCollec
 
 
 def test_fixed_windows_say_their_samplers_did_not_run_and_why(
-        collector: ChildCollector) -> None:
+        collector: ChildCollector, tmp_path: Path) -> None:
     """--cycle-ms windows are cut after the run, so no cycle mark starts the samplers: the
     run file said the program never initialised CUDA, which was not why."""
-    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend=CUPTI_BACKEND)
+    config = InjectConfig(shard_dir=str(tmp_path), cycle_ms=50.0, backend=CUPTI_BACKEND)
     windows = ChildCollector(config, FakeTrace())
     windows.stop_samplers()
     assert events == []
@@ -138,10 +141,10 @@ def test_fixed_windows_say_their_samplers_did_not_run_and_why(
 
 
 def test_fixed_windows_of_a_program_that_marks_cycles_still_sample(
-        collector: ChildCollector) -> None:
+        collector: ChildCollector, tmp_path: Path) -> None:
     """perfdiff.cycle() marks in a --cycle-ms program start the samplers (no boundary marks:
     the windows are cut from launch records)."""
-    config = InjectConfig(shard_dir="/nonexistent", cycle_ms=50.0, backend=CUPTI_BACKEND,
+    config = InjectConfig(shard_dir=str(tmp_path), cycle_ms=50.0, backend=CUPTI_BACKEND,
                           warmup=0)
     windows = ChildCollector(config, FakeTrace())
     windows.recorder.begin_cycle("step", False)
