@@ -7,6 +7,7 @@ optimizer steps (GradScaler.step calls the optimizer's step, which fires torch's
 hooks). Its own timer (steptimer.py) prints ``STEPTIMER {json}`` at the end.
 
 Usage: python bench/record_truth/cnn_train.py [--precision amp|fp32] [--steps 40] [--batch 64]
+           [--trace OUT.pt.trace.json.gz]
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from steptimer import StepTimer
+from steptimer import StepTimer, profiled
 
 
 def make_step(precision: str = "amp", batch: int = 64) -> Callable[[], None]:
@@ -56,12 +57,17 @@ def main() -> None:
     parser.add_argument("--precision", choices=("amp", "fp32"), default="amp")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--trace", help="torch.profiler trace of 3 steps (after 7) to here")
     args = parser.parse_args()
     step = make_step(args.precision, args.batch)
     timer = StepTimer()
     timer.hook_optimizers()
-    for _ in range(args.steps):
-        step()
+    prof = profiled(args.trace, active=3)
+    with prof if prof is not None else contextlib.nullcontext():
+        for _ in range(args.steps):
+            step()
+            if prof is not None:
+                prof.step()
     timer.print_summary(program="cnn_train", precision=args.precision, model="resnet50",
                         batch=args.batch)
 

@@ -9,6 +9,7 @@ every ``Optimizer.step`` of every optimizer; the program does not have to be cha
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from typing import Any
@@ -47,11 +48,16 @@ class StepTimer:
 
 def profiled(path: str | None, active: int, wait: int = 5, warmup: int = 2) -> Any:
     """A torch.profiler (CPU+CUDA, no shapes, no stacks) writing ``path`` (gzipped) after
-    ``active`` steps, or None. Only for the torch.profiler side of a comparison."""
+    ``active`` steps, or None. Only for the torch.profiler side of a comparison.
+
+    ``STEPTIMER_PROFILE_ALL=1``: every step after wait and warm-up, until the program ends
+    (the trace is written when the profiler exits, after the timer's last step): the whole-run
+    cost of torch.profiler beside perfdiff's (issue 28, ``issue28.sh var`` variant T)."""
     if not path:
         return None
+    if os.environ.get("STEPTIMER_PROFILE_ALL") == "1":
+        active = 10**9
     import gzip
-    import os
     import shutil
 
     import torch

@@ -152,12 +152,24 @@ def main() -> None:
         if t and t.get("median_step_ms") is not None:
             programs.setdefault(name, {"bare": [], "recorded": []})["bare"].append(
                 t["median_step_ms"])
+    for log in sorted(glob.glob(os.path.join(a.dir, "*-profiler.log"))):  # issue28.sh var T
+        name = re.sub(r"-r\d+-profiler\.log$", "", os.path.basename(log))
+        t = timer_of(log)
+        if t and t.get("median_step_ms") is not None:
+            programs.setdefault(name, {"bare": [], "recorded": []}).setdefault(
+                "torch_profiler", []).append(t["median_step_ms"])
     summary = {}
     for name, v in sorted(programs.items()):
         b, r = v["bare"], v["recorded"]
         ratio = statistics.median(r) / statistics.median(b) if b and r else None
         summary[name] = {**v, "recorded_over_bare": None if ratio is None else round(ratio, 3)}
-        print(f"{name:12s} bare {b} recorded {r} -> x{summary[name]['recorded_over_bare']}")
+        prof = v.get("torch_profiler")
+        if prof and b:
+            summary[name]["profiler_over_bare"] = round(
+                statistics.median(prof) / statistics.median(b), 3)
+        print(f"{name:12s} bare {b} recorded {r} -> x{summary[name]['recorded_over_bare']}"
+              + (f"; torch.profiler {prof} -> x{summary[name]['profiler_over_bare']}"
+                 if prof and b else ""))
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"rows": rows, "summary": summary}, fh, indent=1)
