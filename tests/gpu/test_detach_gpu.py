@@ -43,3 +43,25 @@ def test_untraced_runs_with_cupti_detached_keep_every_traced_kernel(tmp_path: Pa
         rf.collection.warnings
     print("traced", int(traced.sum()), "untraced", int((run.cycles.traced == 0).sum()),
           "extra per cycle", extra[0], "warnings", rf.collection.warnings)
+
+
+def test_graph_replays_after_cupti_attaches_again_keep_their_kernels(tmp_path: Path) -> None:
+    """A graph captured and instantiated while CUPTI was attached, replayed in traced stretches
+    after each detach: every traced replay still has its 32 kernels (whether CUPTI traces the
+    kernels of a graph instantiated under an earlier attach is what this asks)."""
+    from tests.gpu.test_cuda_graph_gpu import KERNELS_PER_REPLAY
+    from tests.gpu.test_cuda_graph_gpu import PROGRAM as GRAPH_PROGRAM
+
+    proc, out = _collect(tmp_path, "-q", "--cycle-range", "step", "--untraced-every", "4",
+                         "--warmup", "3", "--no-pm", "--no-nvml", "--detach-untraced", "--",
+                         sys.executable, str(GRAPH_PROGRAM), "--dtype", "bf16", "--steps", "40")
+    assert proc.returncode == 0, proc.stderr
+    rf = load_run_file(out)
+    run = rf.runs[0]
+    traced = np.asarray(run.cycles.traced)
+    measured = np.flatnonzero((traced == 1) & ~np.asarray(run.cycles.warmup))
+    inside = run.kernels.cycle >= 0
+    counts = np.bincount(run.kernels.cycle[inside], minlength=run.cycles.index.size)
+    assert (traced == 0).sum() >= 5
+    assert set(counts[measured].tolist()) == {KERNELS_PER_REPLAY}, counts[measured].tolist()
+    assert "cupti_detached" in rf.workload.params["untraced_pause"]
