@@ -125,7 +125,13 @@ class DetachingTrace:
             self._give_up(f"the GPU could not be synchronised ({type(exc).__name__}: {exc})")
             return
         offset = int(self._inner.clock_ns()) - self._host_clock()
-        self._parts.append(self._inner.stop())
+        try:
+            self._parts.append(self._inner.stop())
+        except Exception as exc:  # its records are lost; the next stretches still record
+            self._give_up(f"a traced stretch's records could not be taken in "
+                          f"({type(exc).__name__}: {exc}); they are missing")
+            self._attach(paused=True)
+            return
         self._done_warnings.extend(getattr(self._inner, "warnings", []))
         retire = getattr(self._inner, "retire", None)
         if retire is not None:

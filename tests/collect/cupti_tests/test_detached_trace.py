@@ -266,3 +266,23 @@ def test_detaching_needs_pm_sampling_off() -> None:
     with pytest.raises(SettingsError, match="--detach-untraced needs --no-pm"):
         ProgramRecordSettings(detach_untraced=True)
     assert ProgramRecordSettings(detach_untraced=True, pm_sampling=False).detach_untraced
+
+
+def test_a_stretch_that_cannot_be_stopped_costs_its_records_not_the_rest_of_the_run() -> None:
+    world = World()
+    trace, opened = _trace(world)
+    trace.start()
+
+    def broken() -> RawTrace:
+        raise RuntimeError("decode failed")
+
+    opened[0].stop = broken  # type: ignore[method-assign]
+    trace.pause()
+    assert "finalize" not in world.events and len(opened) == 2 and not opened[1].recording
+    trace.resume()
+    opened[1].launch("gemm_b")
+    raw = trace.stop()
+    cols = raw.as_columns()
+    assert [cols.names[int(k)] for k in cols.kernels["name_key"]] == ["gemm_b"]
+    assert any("could not be taken in (RuntimeError: decode failed)" in w
+               for w in trace.warnings)
