@@ -81,7 +81,8 @@ class DetachingTrace:
 
     @property
     def detaches(self) -> int:
-        """How many times CUPTI was detached (the run file's ``untraced_detaches``)."""
+        """How many times CUPTI was detached (``cupti_detached`` in the run file's
+        ``untraced_pause`` where any)."""
         return self._detaches
 
     def clock_ns(self) -> int:
@@ -147,11 +148,19 @@ class DetachingTrace:
         self._detaches += 1
 
     def resume(self) -> None:
-        if self._detached:
-            self._detached = False
-            self._attach(paused=False)
-        else:
+        """Tracing on: a new backend where CUPTI was detached (the clock stays on the host
+        until it has started: an attach that fails leaves the run untraced from here, and the
+        caller says so), else the backend's own resume."""
+        if not self._detached:
             self._inner.resume()
+            return
+        try:
+            self._attach(paused=False)
+        except Exception as exc:
+            self._give_up(f"CUPTI could not attach again ({type(exc).__name__}: {exc}); "
+                          "no kernel after it was recorded")
+            raise
+        self._detached = False
 
     def _attach(self, *, paused: bool) -> None:
         """A new stretch's backend, started (CUPTI attaches again); paused where the cycle

@@ -286,3 +286,22 @@ def test_a_stretch_that_cannot_be_stopped_costs_its_records_not_the_rest_of_the_
     assert [cols.names[int(k)] for k in cols.kernels["name_key"]] == ["gemm_b"]
     assert any("could not be taken in (RuntimeError: decode failed)" in w
                for w in trace.warnings)
+
+
+def test_an_attach_that_fails_keeps_the_host_clock_and_the_records_so_far() -> None:
+    world = World()
+    trace, opened = _trace(world)
+    trace.start()
+    opened[0].launch("gemm_a")
+    trace.pause()
+
+    def refuse() -> None:
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    trace._open = lambda api: type("Refusing", (), {"start": staticmethod(refuse)})()
+    with pytest.raises(RuntimeError):
+        trace.resume()
+    assert trace.clock_ns() == world.host + CUPTI_AHEAD - 10  # still the host clock + offset
+    cols = trace.stop().as_columns()
+    assert [cols.names[int(k)] for k in cols.kernels["name_key"]] == ["gemm_a"]
+    assert any("could not attach again" in w for w in trace.warnings)
