@@ -13,6 +13,7 @@ from perfdiff.analysis.self_overhead import self_overhead, self_overhead_notes
 from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.cycles.overhead import UntracedCycles, with_hold
 from perfdiff.schema.io import load_run_file
+from perfdiff.schema.model import RunFile
 from tests.support.fake_cupti import PERFDIFF_FAKE, fake_env
 
 
@@ -202,17 +203,23 @@ for i in range(33):
 """
 
 
-def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
-    (tmp_path / "prog.py").write_text(PROGRAM)
+def _record(folder: Path, *options: str) -> RunFile:
+    """PROGRAM recorded through ``perfdiff collect`` with the fake backend, one warm-up cycle
+    and ``--untraced-every 8``, then ``options``; the run file."""
+    (folder / "prog.py").write_text(PROGRAM)
     env = fake_env()
     env.pop("PERFDIFF_INJECT_CONFIG", None)
-    out = tmp_path / "run.json.gz"
+    out = folder / "run.json.gz"
     proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "1",
-                           "--untraced-every", "8", "--",
-                           sys.executable, "prog.py"], cwd=tmp_path, env=env,
+                           "--untraced-every", "8", *options, "--",
+                           sys.executable, "prog.py"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    rf = load_run_file(out)
+    return load_run_file(out)
+
+
+def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
+    rf = _record(tmp_path)
     (run,) = rf.runs
     assert run.cycles.traced is not None and run.cycles.hold_ns is not None
     untraced = np.flatnonzero(run.cycles.traced == 0).tolist()
@@ -289,17 +296,7 @@ def test_a_program_run_with_cupti_detached_in_its_untraced_runs_keeps_every_kern
     correlation ids start again at 1 (cupti/detached.py). The kernels still land in their own
     cycles (assigned through launch records by correlation id), none from an untraced cycle,
     and the run file says CUPTI was detached."""
-    (tmp_path / "prog.py").write_text(PROGRAM)
-    env = fake_env()
-    env.pop("PERFDIFF_INJECT_CONFIG", None)
-    out = tmp_path / "run.json.gz"
-    proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "1",
-                           "--untraced-every", "8", "--no-pm", "--no-nvml",
-                           "--detach-untraced", "--", sys.executable, "prog.py"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
-    rf = load_run_file(out)
+    rf = _record(tmp_path, "--no-pm", "--no-nvml", "--detach-untraced")
     (run,) = rf.runs
     assert run.cycles.traced is not None
     untraced = np.flatnonzero(run.cycles.traced == 0).tolist()
