@@ -72,6 +72,16 @@ class RawTrace:
     # CPU time of the spool's writes at hand-over, interpreter lock released (spool.py), ns
     spool_write_ns: int = 0
 
+    def add_tallies(self, other: RawTrace) -> None:
+        """``other``'s dropped records, hand-overs and decode times added to these (the
+        records themselves are joined by the caller: ``cupti/detached.py``). Here, beside the
+        fields, so that a new tally is not left out of the join."""
+        self.dropped_records += other.dropped_records
+        self.handovers.extend(other.handovers)
+        self.deferred_ns += other.deferred_ns
+        self.after_run_ns += other.after_run_ns
+        self.spool_write_ns += other.spool_write_ns
+
     def as_columns(self) -> TraceColumns:
         """Every record, columnar: the decoded columns, then the tuples."""
         parts = [self.columns] if self.columns is not None else []

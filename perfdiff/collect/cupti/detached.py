@@ -212,11 +212,7 @@ def join_stretches(parts: list[RawTrace]) -> RawTrace:
     joined.names = {key: name for name, key in keys.items()}
     out = RawTrace(columns=joined)
     for part in parts:
-        out.dropped_records += part.dropped_records
-        out.handovers.extend(part.handovers)
-        out.deferred_ns += part.deferred_ns
-        out.after_run_ns += part.after_run_ns
-        out.spool_write_ns += part.spool_write_ns
+        out.add_tallies(part)
     return out
 
 
