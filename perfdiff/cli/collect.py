@@ -199,8 +199,8 @@ _UntracedOpt = typer.Option(
 # hidden until measured on a GPU (perfdiff/collect/cupti/detached.py says what is not known)
 _DetachOpt = typer.Option(
     "--detach-untraced", hidden=True,
-    help="Detach CUPTI (cuptiFinalize) for each untraced run, attach again after it; needs "
-    "--no-pm. Experimental: not yet measured.")
+    help="Detach CUPTI (cuptiFinalize) for each untraced run, attach again after it. "
+    "Experimental: being measured (bench/README.md, issue 28).")
 _CostTargetOpt = typer.Option(
     help="Whole-run cost to stay within, recorded / untraced time: the share of traced "
     "cycles is chosen from what they cost this program (ignored with --untraced-every).")

@@ -305,6 +305,7 @@ step_packsmall() {  # logs and summaries in one tar, run files in one tar per pr
 variant() {  # variant PROG CFG ROUND: PROG recorded as CFG (D defaults, P --no-pm, Q --no-pm
   # --no-nvml, F perfdiff's Python side only: the fake CUPTI backend, --no-pm --no-nvml,
   # X --no-pm --detach-untraced: CUPTI detached in the untraced runs, cupti/detached.py;
+  # Y --detach-untraced with PM on (the defaults but the detach);
   # T torch.profiler over every steady step, the program's own --trace: timm, graph, cnn, gpt2)
   local p=$1 c=$2 r=$3 f="$W/rounds/$1$2-r$3"
   case $c in
@@ -313,6 +314,7 @@ variant() {  # variant PROG CFG ROUND: PROG recorded as CFG (D defaults, P --no-
     P) run timeout 180 "${PD[@]}" collect $(opts "$p") --no-pm -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
     Q) run timeout 180 "${PD[@]}" collect $(opts "$p") --no-pm --no-nvml -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
     X) run timeout 180 "${PD[@]}" collect $(opts "$p") --no-pm --detach-untraced -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
+    Y) run timeout 180 "${PD[@]}" collect $(opts "$p") --detach-untraced -o "$f.json.gz" -- "$PY" $(prog "$p") | tee "$f.json.gz.log" >/dev/null ;;
     T) STEPTIMER_PROFILE_ALL=1 run timeout 180 "$PY" $(prog "$p") --trace "/tmp/$p-r$r.pt.trace.json" \
          | tee "$W/rounds/$p-r$r-profiler.log" >/dev/null; rm -f "/tmp/$p-r$r.pt.trace.json" ;;
     F) PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" run timeout 150 "${PD_FAKE[@]}" collect $(opts "$p") --no-pm --no-nvml \
@@ -320,7 +322,7 @@ variant() {  # variant PROG CFG ROUND: PROG recorded as CFG (D defaults, P --no-
   esac
 }
 
-step_var() {  # each of VARS (B bare, D, P, Q, F, X, T) for each of VARPROGS, order rotated every
+step_var() {  # each of VARS (B bare, D, P, Q, F, X, Y, T) for each of VARPROGS, order rotated every
   local r c cfgs p  # round; every variant's run gets its round's bare log (untraced_check.py)
   for r in $(seq 1 "${ROUNDS:-3}"); do
     for p in ${VARPROGS:-graph-bf16}; do

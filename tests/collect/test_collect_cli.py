@@ -53,9 +53,6 @@ def test_missing_gpu_or_cupti_is_one_line_with_exit_code_5(tmp_path: Path) -> No
         (["gpt-infer", "--cycles", "0"], "--cycles must be at least 1"),
         (["gpt-infer", "--contend", "1.5"],
          "--contend 1.5 is not a usable value; give a number from 0 to 1"),
-        (["gpt-infer", "--detach-untraced"], "--detach-untraced needs --no-pm"),
-        (["--detach-untraced", "--", sys.executable, "-c", "pass"],
-         "--detach-untraced needs --no-pm"),
     ],
 )
 def test_usage_mistakes_are_one_line_exit_2(

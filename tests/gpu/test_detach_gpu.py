@@ -65,3 +65,25 @@ def test_graph_replays_after_cupti_attaches_again_keep_their_kernels(tmp_path: P
     assert (traced == 0).sum() >= 5
     assert set(counts[measured].tolist()) == {KERNELS_PER_REPLAY}, counts[measured].tolist()
     assert "cupti_detached" in rf.workload.params["untraced_pause"]
+
+
+def test_pm_sampling_lives_through_the_detaches_and_covers_the_traced_cycles(
+        tmp_path: Path) -> None:
+    """PM sampling on (the defaults but the detach): the hardware samples on through every
+    cuptiFinalize and attach, the drain held in the untraced runs (``PmSampler.pause``), and
+    every traced cycle has its samples (coverage as ``bench/record_truth/pm_coverage.py``
+    counts it)."""
+    from bench.record_truth.pm_coverage import run_coverage
+
+    (tmp_path / "prog.py").write_text(textwrap.dedent(PROGRAM))
+    proc, out = _collect(tmp_path, "--warmup", "1", "--untraced-every", "4",
+                         "--detach-untraced", "--", sys.executable, "prog.py", "marks")
+    assert proc.returncode == 0, proc.stderr
+    rf = load_run_file(out)
+    assert "pm_sampling" in rf.collection.sources, rf.collection.warnings
+    assert not [w for w in rf.collection.warnings if "PM" in w], rf.collection.warnings
+    paused = rf.workload.params["untraced_pause"]
+    assert "cupti_detached" in paused and "pm_drain" in paused, paused
+    coverage = run_coverage(rf.runs[0])
+    assert coverage["traced_cycles"] >= 4 and coverage["coverage_pct"] >= 99, coverage
+    print("coverage", coverage, "warnings", rf.collection.warnings)

@@ -177,10 +177,12 @@ class DetachingTrace:
         """Every stretch's records, joined (module docstring)."""
         if not self._stopped:
             self._stopped = True
-            if not self._detached:
+            if not self._detached:  # the clock goes on from the host: the run file's end,
+                offset = int(self._inner.clock_ns()) - self._host_clock()  # NVML's, read later
                 self._parts.append(self._inner.stop())
                 self._done_warnings.extend(getattr(self._inner, "warnings", []))
                 self._inner = None
+                self._offset, self._detached = offset, True
         return join_stretches(self._parts)
 
 

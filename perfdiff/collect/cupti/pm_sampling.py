@@ -140,6 +140,7 @@ class PmSampler:
         self._overflowed = False
         self._drain_error: BaseException | None = None
         self._stop_drain = threading.Event()
+        self._held = threading.Event()  # set while an untraced cycle runs (pause)
         self._drainer: threading.Thread | None = None
 
     def _new_collector(self) -> Any:
@@ -231,9 +232,31 @@ class PmSampler:
                                          daemon=True)
         self._drainer.start()
 
-    # No pause()/resume(): after cuptiPmSamplingStop, cuptiPmSamplingStart answered
-    # ERROR_UNKNOWN (H100, CUPTI 13.4, 2026-11-25), so untraced cycles (overhead.py) leave PM
-    # sampling running.
+    # pause()/resume() hold the drain, not the sampling: after cuptiPmSamplingStop,
+    # cuptiPmSamplingStart answered ERROR_UNKNOWN (H100, CUPTI 13.4, 2026-11-25), so the hardware
+    # samples on through untraced cycles (overhead.py); only our decode stays out of them.
+    paused_as = "pm_drain"  # the run file's ``untraced_pause`` names this, not PM sampling
+
+    def busy(self) -> bool:
+        """A decode is running now: an untraced cycle waits for it to end (overhead.py), so
+        that neither its host work lands in the cycle nor a detach (``detached.py``) runs
+        beside a call into CUPTI."""
+        if not self._lock.acquire(blocking=False):
+            return True
+        self._lock.release()
+        return False
+
+    def pause(self) -> None:
+        """No decode starts until ``resume``; one already running is waited for (``busy``
+        makes that rare). The hardware buffer holds ~4 s at 40 us past the drain's threshold,
+        far more than the untraced cycles between two traced ones (bench/README.md issue 28,
+        CUPTI detached with PM: PM kept sampling through cuptiFinalize)."""
+        self._held.set()
+        with self._lock:
+            pass
+
+    def resume(self) -> None:
+        self._held.clear()
 
     def _drain_loop(self) -> None:
         """Decode while the run goes on only when the hardware buffer is filling up.
@@ -248,7 +271,7 @@ class PmSampler:
         """
         threshold = self._drain_threshold()
         while not self._stop_drain.wait(DRAIN_PERIOD_S):
-            if self._backlog() < threshold:
+            if self._held.is_set() or self._backlog() < threshold:
                 continue
             try:
                 self._decode_available()
@@ -279,6 +302,8 @@ class PmSampler:
         full = int(cupti.PmSamplingDecodeStopReason.COUNTER_DATA_FULL)
         drainer = threading.current_thread() is self._drainer
         with self._lock:
+            if drainer and self._held.is_set():
+                return  # held between the loop's look and the lock (pause)
             self._check_alive()
             while True:
                 capacity = min(int(self._backlog() * IMAGE_MARGIN) + IMAGE_MIN_SAMPLES,

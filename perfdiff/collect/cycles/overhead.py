@@ -121,7 +121,8 @@ class UntracedCycles:
         decided, self._next = self._next, None
         self._asked = False
         if decided is None:
-            if warmup or self._switch_failed or not self.allowed() or self.schedule is None:
+            if (warmup or self._switch_failed or not self.allowed() or self.schedule is None
+                    or self._samplers_busy()):
                 return
             decided = self._ask()
         self._asked = not warmup
@@ -163,6 +164,15 @@ class UntracedCycles:
         self._off_ns = self.log.clock_ns() - began
         return True
 
+    def _samplers_busy(self) -> bool:
+        """A sampler is inside work it cannot drop (PM's decode): the cycle stays traced and
+        the schedule is asked again at the next one."""
+        for sampler in self.samplers:
+            busy = getattr(sampler, "busy", None)
+            if callable(busy) and busy():
+                return True
+        return False
+
     def _pause_samplers(self) -> None:
         self._paused_samplers = []
         for sampler in self.samplers:
@@ -176,7 +186,8 @@ class UntracedCycles:
                                 "sampling there")
                 continue
             self._paused_samplers.append(sampler)
-            self._ever_paused.add(str(getattr(sampler, "name", "sampler")))
+            self._ever_paused.add(str(getattr(sampler, "paused_as", None)
+                                      or getattr(sampler, "name", "sampler")))
 
     def release(self) -> None:
         """This log's cycles are no longer the run's (a found function's, once an optimizer or

@@ -19,7 +19,7 @@ from perfdiff.collect.cupti.detached import DetachingTrace, join_stretches
 from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.cycles.overhead import UntracedCycles
 from perfdiff.collect.records import RawTrace
-from perfdiff.collect.settings import ProgramRecordSettings, SettingsError
+from perfdiff.collect.settings import ProgramRecordSettings
 
 CUPTI_AHEAD = 1_000  # CUPTI's clock minus the host's, in the stand-ins
 
@@ -146,6 +146,10 @@ def test_a_detached_run_is_joined_with_unique_ids_in_launch_order_and_true_names
     opened[-1].launch("gemm_a")
     opened[-1].launch("shared")
     raw = trace.stop()
+    assert world.events[-1] == "stop"
+    # after the last stretch the clock goes on from the host (the shard's end and NVML's
+    # offsets are read after stop; on the GPU this once read a backend that was gone)
+    assert trace.clock_ns() == world.host + CUPTI_AHEAD - 10
     cols = raw.as_columns()
     ids = cols.kernels["correlation_id"].tolist()
     assert ids == sorted(ids) and len(set(ids)) == 4  # restarted at 1, moved past the first
@@ -262,10 +266,56 @@ def test_untraced_cycles_pause_samplers_before_the_trace_and_resume_them_after()
     assert untraced.params()["untraced_pause"] == ["cupti_activity", "cupti_detached", "nvml"]
 
 
-def test_detaching_needs_pm_sampling_off() -> None:
-    with pytest.raises(SettingsError, match="--detach-untraced needs --no-pm"):
-        ProgramRecordSettings(detach_untraced=True)
-    assert ProgramRecordSettings(detach_untraced=True, pm_sampling=False).detach_untraced
+def test_no_untraced_run_begins_while_a_sampler_is_busy_and_pm_is_named_by_its_drain() -> None:
+    """PM's drain decoding (``PmSampler.busy``): the cycle stays traced and the schedule is
+    asked at the next one, so no decode runs in an untraced cycle nor beside a finalize; the
+    run file names what was held (``pm_drain``), not PM sampling, which runs on."""
+    world = World()
+    trace, _ = _trace(world)
+    trace.start()
+    busy = [True]
+
+    class Pm:
+        name = "pm_sampling"
+        paused_as = "pm_drain"
+
+        def busy(self) -> bool:
+            return busy[0]
+
+        def pause(self) -> None:
+            assert not busy[0], "paused while its decode ran"
+            world.events.append("pm pause")
+
+        def resume(self) -> None:
+            world.events.append("pm resume")
+
+    clock = [0]
+
+    def now() -> int:
+        clock[0] += 10
+        return clock[0]
+
+    log = CycleLog(clock_ns=now)
+    untraced = UntracedCycles(4, trace, log, [Pm()])
+    for _ in range(12):
+        log.begin_cycle("", False)
+        log.end_cycle()
+    assert "finalize" not in world.events and untraced.positions == []
+    busy[0] = False
+    for _ in range(8):
+        log.begin_cycle("", False)
+        log.end_cycle()
+    assert world.events.count("finalize") >= 1 and untraced.positions
+    assert untraced.params()["untraced_pause"] == ["cupti_activity", "cupti_detached",
+                                                   "pm_drain"]
+
+
+def test_detaching_works_with_pm_sampling_on() -> None:
+    """PM sampling lived through cuptiFinalize on the H100 (detach_probe.py --scenario pm,
+    2026-12-07: every detached block had all its samples), so the option no longer needs
+    --no-pm."""
+    assert ProgramRecordSettings(detach_untraced=True).detach_untraced
+    assert ProgramRecordSettings(detach_untraced=True).pm_wanted
 
 
 def test_a_stretch_that_cannot_be_stopped_costs_its_records_not_the_rest_of_the_run() -> None:

@@ -83,6 +83,7 @@ def _sampler(fake: FakeCupti) -> PmSampler:
     sampler._decoded_until = 0
     sampler._overflowed = False
     sampler._stop_drain = threading.Event()
+    sampler._held = threading.Event()
     sampler._drainer = None
     sampler._buffer_bytes = pm_sampling.HARDWARE_BUFFER_BYTES
     sampler._image_sample_bytes = None
@@ -149,3 +150,50 @@ def test_the_drain_decodes_before_the_backlog_outgrows_one_image(monkeypatch: An
     monkeypatch.setattr(pm_sampling, "MAX_IMAGE_BYTES", 50_000)
     sampler = _sampler(FakeCupti())
     assert sampler._drain_threshold() == int(pm_sampling.DECODE_AT_IMAGE_SHARE * 50_000)
+
+
+def test_a_paused_sampler_starts_no_decode_until_resumed_and_loses_nothing() -> None:
+    """Untraced cycles hold the drain (overhead.py): none of its host work in them, and no
+    call into CUPTI beside a detach (cupti/detached.py). The hardware samples on, so the held
+    backlog is decoded whole after resume."""
+    fake = FakeCupti()
+    sampler = _sampler(fake)
+    sampler._drainer = threading.current_thread()  # decode as the drain thread would
+    sampler.pause()
+    fake.now = 5_000 * INTERVAL
+    sampler._decode_available()
+    assert fake.calls == 0 and not sampler._images
+    sampler.resume()
+    sampler._decode_available()
+    assert fake.dropped == 0 and sum(c for _, c in sampler._images) == 5_000
+
+
+def test_busy_while_a_decode_runs_and_pause_waits_for_it() -> None:
+    """An untraced cycle is not begun while a decode runs (busy); a pause that lands in one
+    returns only after it, so a detach never runs beside it."""
+    fake = FakeCupti()
+    sampler = _sampler(fake)
+    entered, release = threading.Event(), threading.Event()
+    decode = fake.pm_sampling_decode_data
+
+    def slow_decode(params: Any) -> None:
+        entered.set()
+        release.wait(5)
+        decode(params)
+
+    fake.pm_sampling_decode_data = slow_decode  # type: ignore[method-assign]
+    fake.now = 1_000 * INTERVAL
+    worker = threading.Thread(target=sampler._decode_available)
+    assert not sampler.busy()
+    worker.start()
+    assert entered.wait(5)
+    assert sampler.busy()
+    paused = threading.Thread(target=sampler.pause)
+    paused.start()
+    paused.join(0.2)
+    assert paused.is_alive()  # waiting for the decode
+    release.set()
+    paused.join(5)
+    worker.join(5)
+    assert not paused.is_alive() and not sampler.busy()
+    assert sum(c for _, c in sampler._images) == 1_000
