@@ -58,7 +58,7 @@ def main() -> None:
             rows.append({"file": path, "error": f"{type(exc).__name__}: {exc}"})
             print(rows[-1])
             continue
-        warnings = [w for w in rf.collection.warnings if "PM" in w]
+        warnings = [w for w in rf.collection.warnings if "pm" in w.lower()]  # pm_sampling too
         for run in rf.runs:
             row = {"file": path, **run_coverage(run), "pm_warnings": warnings}
             rows.append(row)

@@ -210,6 +210,9 @@ class Recorder:
         if not self.started:
             return
         synchronize_gpu(synchronize, self.warnings)
+        attach = getattr(self.trace, "attach_for_samplers", None)
+        if attach is not None:  # a run that ended detached: PM's stop needs CUPTI there
+            attach()
         self.metrics.extend(stop_samplers(self.started, self.warnings))
 
     def _say_why_not_sampled(self) -> None:

@@ -162,6 +162,21 @@ class DetachingTrace:
             raise
         self._detached = False
 
+    def attach_for_samplers(self) -> None:
+        """CUPTI attached (paused) before the samplers stop: PM sampling's stop answered
+        ERROR_UNKNOWN where the run ended detached and its values were lost (H100,
+        2026-12-07), and stopped fine after an attach (detach_probe.py). The stretch records
+        nothing; a failed attach is a warning, and PM's own stop then says what it lost."""
+        if not self._detached or self._stopped:
+            return
+        try:
+            self._attach(paused=True)
+        except Exception as exc:
+            self._give_up(f"CUPTI could not attach again before the samplers stopped "
+                          f"({type(exc).__name__}: {exc})")
+            return
+        self._detached = False
+
     def _attach(self, *, paused: bool) -> None:
         """A new stretch's backend, started (CUPTI attaches again); paused where the cycle
         about to run is untraced."""

@@ -146,6 +146,13 @@ class DeferredTrace:
             if self._real is not None:
                 self._real.resume()
 
+    def attach_for_samplers(self) -> None:
+        """The real backend's (``cupti/detached.py``); nothing where it has none."""
+        with self._lock:
+            attach = getattr(self._real, "attach_for_samplers", None)
+            if attach is not None:
+                attach()
+
     @property
     def detaches(self) -> int:
         """How often the real backend detached CUPTI (``cupti/detached.py``); 0 if it never

@@ -355,3 +355,23 @@ def test_an_attach_that_fails_keeps_the_host_clock_and_the_records_so_far() -> N
     cols = trace.stop().as_columns()
     assert [cols.names[int(k)] for k in cols.kernels["name_key"]] == ["gemm_a"]
     assert any("could not attach again" in w for w in trace.warnings)
+
+
+def test_a_run_that_ends_detached_attaches_again_before_the_samplers_stop() -> None:
+    """PM sampling's stop answered ERROR_UNKNOWN where the run ended with CUPTI detached, and
+    its values were lost (H100, 2026-12-07): the samplers are stopped after an attach that
+    records nothing."""
+    world = World()
+    trace, opened = _trace(world)
+    trace.start()
+    opened[-1].launch("gemm_a")
+    trace.pause()
+    assert not world.attached
+    trace.attach_for_samplers()
+    assert world.attached and len(opened) == 2 and not opened[-1].recording
+    opened[-1].launch("after the program")  # not recorded: the stretch is paused
+    trace.attach_for_samplers()  # attached already: nothing more
+    assert len(opened) == 2
+    cols = trace.stop().as_columns()
+    assert [cols.names[int(k)] for k in cols.kernels["name_key"]] == ["gemm_a"]
+    assert not trace.warnings
