@@ -75,7 +75,11 @@ def test_pm_sampling_lives_through_the_detaches_and_covers_the_traced_cycles(
     counts it)."""
     from bench.record_truth.pm_coverage import run_coverage
 
-    (tmp_path / "prog.py").write_text(textwrap.dedent(PROGRAM))
+    # steps of a few ms (4096 GEMMs): a 1024 step is shorter than a PM sample or two, too
+    # short for a coverage figure
+    longer = PROGRAM.replace("torch.randn(1024, 1024", "torch.randn(4096, 4096")
+    assert longer != PROGRAM
+    (tmp_path / "prog.py").write_text(textwrap.dedent(longer))
     proc, out = _collect(tmp_path, "--warmup", "1", "--untraced-every", "4",
                          "--detach-untraced", "--", sys.executable, "prog.py", "marks")
     assert proc.returncode == 0, proc.stderr

@@ -223,6 +223,8 @@ class PmSampler:
         self._stop_drain = threading.Event()
         self._collector.start()
         self._decoded_until = int(self._clock_ns())
+        with self._lock:  # an image's size measured here, not by the drain thread under its
+            self._max_image_samples()  # lock: busy() held untraced runs off for its ~0.2 s
         # Ours to tear down, in stop(): never from the interpreter's exit hook (module docstring).
         finalizer = getattr(self._collector, "_finalizer", None)
         if finalizer is not None and hasattr(finalizer, "atexit"):
