@@ -123,3 +123,20 @@ def test_samplers_started_late_are_paused_by_untraced_cycles(given: bool) -> Non
         recorder.log.begin_cycle("step", False)
         recorder.log.end_cycle()
     assert paused == (["nvml", "nvml"] if given else [])
+
+
+def test_a_trace_that_ended_detached_attaches_before_the_samplers_stop() -> None:
+    """PM sampling's stop failed (ERROR_UNKNOWN, its values lost) where the run ended with
+    CUPTI detached (H100, 2026-12-07): the core asks the trace to attach first."""
+    events: list[str] = []
+
+    class Detaching(FakeTrace):
+        def attach_for_samplers(self) -> None:
+            events.append("attach")
+
+    recorder = Recorder(RecordSettings(), Detaching(), untraced_every=0,
+                        samplers=[_Sampler("nvml", events)])
+    recorder.log.begin_cycle("step", False)
+    recorder.log.end_cycle()
+    recorder.stop_samplers(None)
+    assert events == ["start nvml", "attach", "stop nvml"]
