@@ -9,7 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from perfdiff.analysis.self_overhead import self_overhead, self_overhead_notes
+from perfdiff.analysis.self_overhead import (
+    UNTRACED_DETACHED,
+    UNTRACED_IS_NOT_BARE,
+    self_overhead,
+    self_overhead_notes,
+)
 from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.cycles.overhead import UntracedCycles, with_hold
 from perfdiff.schema.io import load_run_file
@@ -307,3 +312,9 @@ def test_a_program_run_with_cupti_detached_in_its_untraced_runs_keeps_every_kern
     assert launched_in == [c for c in range(33) if c not in untraced]
     assert run.kernels.cycle.tolist() == launched_in  # the cycle each was launched in
     assert "cupti_detached" in rf.workload.params["untraced_pause"]
+    # the report says what the untraced cycles still carried: not "CUPTI attached"
+    notes = " ".join(self_overhead_notes(rf, "a"))
+    assert UNTRACED_DETACHED in notes and UNTRACED_IS_NOT_BARE not in notes
+    (tmp_path / "attached").mkdir()
+    notes = " ".join(self_overhead_notes(_record(tmp_path / "attached"), "a"))
+    assert UNTRACED_IS_NOT_BARE in notes and UNTRACED_DETACHED not in notes
