@@ -116,15 +116,24 @@ class DetachingTrace:
         return bool(stop()) if stop is not None else False
 
     def pause(self) -> None:
-        """Tracing off (the backend's own pause), then CUPTI detached (module docstring)."""
-        self._inner.pause()
+        """The GPU synchronised, tracing off (the backend's own pause), then CUPTI detached
+        (module docstring).
+
+        Why synchronised first: the backend's pause flushes CUPTI's buffers with force, and
+        a kernel still queued then comes back as a record without its times; attached, CUPTI
+        completes such records later, but a detached stretch has no later. On the H100
+        (2026-12-07) a GPU-bound program's boundary marks came back so (GPU start 0: the
+        clock check read -5e8 x)."""
         if self._gave_up or self._detached:
+            self._inner.pause()
             return
         try:
             self._synchronize()
         except Exception as exc:  # CUPTI stays attached, with its kinds off, as before
             self._give_up(f"the GPU could not be synchronised ({type(exc).__name__}: {exc})")
+            self._inner.pause()
             return
+        self._inner.pause()
         offset = int(self._inner.clock_ns()) - self._host_clock()
         try:
             self._parts.append(self._inner.stop())

@@ -36,6 +36,7 @@ class World:
         self.next_id = 1
         self.fail_finalize = False
         self.fail_sync = False
+        self.queued: list[list[Any]] = []  # kernels the GPU has not run yet (synchronize runs them)
 
     def host_clock(self) -> int:
         self.host += 10
@@ -53,6 +54,7 @@ class World:
         self.events.append("synchronize")
         if self.fail_sync:
             raise RuntimeError("no current context")
+        self.queued.clear()
 
 
 class Stretch:
@@ -68,7 +70,7 @@ class Stretch:
         self.number = sum(e.startswith("open") for e in world.events)
         world.events.append(f"open api={launch_records}")
         self.recording = False
-        self.kernels: list[tuple[int, int, str]] = []  # (id, start, name)
+        self.kernels: list[list[Any]] = []  # [id, start, name]
         self.warnings: list[str] = []
 
     def clock_ns(self) -> int:
@@ -81,8 +83,14 @@ class Stretch:
         self.recording = True
 
     def pause(self) -> None:
+        """The backend's forced flush: a kernel the GPU has not run yet comes back without
+        its times (start 0), as CUPTI's forced flush returns it."""
         self.world.events.append("pause")
         self.recording = False
+        for kernel in self.world.queued:
+            if kernel in self.kernels:
+                kernel[1] = 0
+        self.world.queued = [k for k in self.world.queued if k not in self.kernels]
 
     def resume(self) -> None:
         self.world.events.append("resume")
@@ -95,7 +103,8 @@ class Stretch:
         corr = self.world.next_id
         self.world.next_id += 1
         if self.recording:
-            self.kernels.append((corr, self.world.host + CUPTI_AHEAD, name))
+            self.kernels.append([corr, self.world.host + CUPTI_AHEAD, name])
+            self.world.queued.append(self.kernels[-1])
 
     def stop_api_records(self) -> bool:
         was, self.launch_records = self.launch_records, False
@@ -136,7 +145,9 @@ def test_a_detached_run_is_joined_with_unique_ids_in_launch_order_and_true_names
     opened[-1].launch("gemm_a")
     opened[-1].launch("shared")
     trace.pause()
-    assert world.events[-4:] == ["pause", "synchronize", "stop", "finalize"]
+    # the GPU waited for before the backend's forced flush: a queued kernel's record would
+    # come back without its times, and no later attach completes it
+    assert world.events[-4:] == ["synchronize", "pause", "stop", "finalize"]
     assert not world.attached and trace.detaches == 1
     now = trace.clock_ns()  # the host clock plus the offset, CUPTI untouched
     assert now == world.host + CUPTI_AHEAD - 10  # the offset was taken one host read earlier
@@ -147,6 +158,7 @@ def test_a_detached_run_is_joined_with_unique_ids_in_launch_order_and_true_names
     opened[-1].launch("shared")
     raw = trace.stop()
     assert world.events[-1] == "stop"
+    assert (raw.as_columns().kernels["start"] > 0).all()  # none flushed before it ran
     # after the last stretch the clock goes on from the host (the shard's end and NVML's
     # offsets are read after stop; on the GPU this once read a backend that was gone)
     assert trace.clock_ns() == world.host + CUPTI_AHEAD - 10
@@ -260,7 +272,7 @@ def test_untraced_cycles_pause_samplers_before_the_trace_and_resume_them_after()
         log.end_cycle()
     pause_at = world.events.index("sampler pause")
     assert world.events[pause_at:pause_at + 5] == [
-        "sampler pause", "pause", "synchronize", "stop", "finalize"]
+        "sampler pause", "synchronize", "pause", "stop", "finalize"]
     back_at = world.events.index("sampler resume")
     assert world.events[back_at - 2:back_at] == ["open api=True", "start"]
     assert untraced.params()["untraced_pause"] == ["cupti_activity", "cupti_detached", "nvml"]
