@@ -243,6 +243,17 @@ def test_launch_records_switched_off_while_detached_stay_off_in_the_next_stretch
     assert trace.stop_api_records() is False
 
 
+def _ticking_log() -> CycleLog:
+    """A cycle log whose clock moves 10 ns a read (the untraced-cycle switch tests)."""
+    clock = [0]
+
+    def now() -> int:
+        clock[0] += 10
+        return clock[0]
+
+    return CycleLog(clock_ns=now)
+
+
 def test_untraced_cycles_pause_samplers_before_the_trace_and_resume_them_after() -> None:
     """A sampler's thread stamps samples on the trace's clock: it stops before CUPTI goes and
     starts after CUPTI is back (pytorch/kineto#686: CUPTI calls racing a finalize crashed)."""
@@ -259,13 +270,7 @@ def test_untraced_cycles_pause_samplers_before_the_trace_and_resume_them_after()
         def resume(self) -> None:
             world.events.append("sampler resume")
 
-    clock = [0]
-
-    def now() -> int:
-        clock[0] += 10
-        return clock[0]
-
-    log = CycleLog(clock_ns=now)
+    log = _ticking_log()
     untraced = UntracedCycles(4, trace, log, [Sampler()])
     for _ in range(5):
         log.begin_cycle("", False)
@@ -301,13 +306,7 @@ def test_no_untraced_run_begins_while_a_sampler_is_busy_and_pm_is_named_by_its_d
         def resume(self) -> None:
             world.events.append("pm resume")
 
-    clock = [0]
-
-    def now() -> int:
-        clock[0] += 10
-        return clock[0]
-
-    log = CycleLog(clock_ns=now)
+    log = _ticking_log()
     untraced = UntracedCycles(4, trace, log, [Pm()])
     for _ in range(12):
         log.begin_cycle("", False)
