@@ -196,7 +196,7 @@ _UntracedOpt = typer.Option(
     help="Leave the last two of every N measured cycles untraced (activity off), whatever "
     "tracing costs; 0: trace every cycle. Default: as many untraced cycles as keep the whole "
     "run within --cost-target x the program's time untraced.", show_default=False)
-# hidden until measured on a GPU (perfdiff/collect/cupti/detached.py says what is not known)
+# hidden while experimental (perfdiff/collect/cupti/detached.py: what it gains and loses)
 _DetachOpt = typer.Option(
     "--detach-untraced", hidden=True,
     help="Detach CUPTI (cuptiFinalize) for each untraced run, attach again after it. "

@@ -6,28 +6,29 @@ that waits on its host: ResNet-50 AMP steps, one process, blocks alternated (H20
 with the kinds off, 29.4 ms after ``cuptiFinalize``. That residue is different in every
 process and every variant, so it reaches the compare of two host-bound variants (issue 28).
 
-How: at the switch-off (``pause``) the GPU is synchronised (a kernel still running would lose
-its record when CUPTI goes), the stretch's backend is stopped (flushed, its buffers decoded,
-its kernel names read: the raw intake keeps names as addresses of CUPTI's strings, which a
-finalize may free), the host clock's offset to CUPTI's is taken, and CUPTI is finalised. The
-clock then reads ``perf_counter_ns`` plus that offset, without touching CUPTI (a CUPTI call
-from another thread racing ``cuptiFinalize`` is what crashed Kineto: pytorch/kineto#686). At
-the switch-on (``resume``) a new backend starts, attaching CUPTI again. At ``stop`` the
-stretches are joined: names re-keyed by text (a new attach may reuse an address for another
-string) and each stretch's correlation ids moved past the previous stretch's (whether CUPTI
-restarts them after a finalize is not measured; moved either way, ids keep their launch order
-and stay unique, which the boundary marks and the launch records need).
+How: at the switch-off (``pause``) the GPU is synchronised first (the backend's pause flushes
+with force, and a kernel still queued would come back without its times: ``pause``), the
+stretch's backend is paused and stopped (flushed, its buffers decoded, its kernel names read:
+the raw intake keeps names as addresses of CUPTI's strings, which a finalize may free), the
+host clock's offset to CUPTI's is taken, and CUPTI is finalised. The clock then reads
+``perf_counter_ns`` plus that offset, without touching CUPTI (a CUPTI call from another
+thread racing ``cuptiFinalize`` is what crashed Kineto: pytorch/kineto#686; the samplers are
+paused first, and PM's drain holds its decodes). At the switch-on (``resume``) a new backend
+starts, attaching CUPTI again; before the samplers stop, a run that ended detached attaches
+once more (``attach_for_samplers``: PM's stop failed detached). At ``stop`` the stretches are
+joined: names re-keyed by text and each stretch's correlation ids moved past the previous
+stretch's (CUPTI restarts them at 1 after a finalize; moved, ids keep their launch order and
+stay unique, which the boundary marks and the launch records need).
+
+What the lent H100 answered (2026-12-07, ``detach_probe.py``; bench/README.md, issue 28): PM
+sampling samples on through a finalize, correlation ids restart, kernel names stay readable
+after a finalize and are not reused by a new attach, and the stream ids stay the same.
 
 Costs, all outside cycles (the schedule times them as switches, ``untraced_schedule.py``):
-the synchronise, the stretch's decode (23-66 ms per stretch of ResNet-50 steps in the probe),
-the finalize (~3 ms) and the new attach (13-24 ms).
-
-Not yet: PM sampling across a finalize (CUPTI will not restart a stopped sampler, and whether a
-running one survives a finalize is what ``detach_probe.py --scenario pm`` asks), so detaching
-needs ``--no-pm`` (``settings.py``). Not known either: whether CUPTI numbers the streams as
-before after it attaches again (the boundary marks find their own records by stream id:
-``detach_probe.py --scenario names`` asks). Measured on no GPU yet: hidden behind
-``--detach-untraced`` until it is.
+the synchronise, the stretch's decode (11-130 ms per stretch of steps measured), the finalize
+(2-3 ms) and the new attach (5-24 ms). Still opt-in behind ``--detach-untraced``: host-bound
+programs of long steps gain (timm ViT-S bf16 1.50 x -> 1.10 x bare), runs of short cycles lose
+(a 0.24 ms graph replay: 1.31 x -> 1.52 x).
 """
 
 from __future__ import annotations
