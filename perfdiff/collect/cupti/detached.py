@@ -135,7 +135,7 @@ class DetachingTrace:
             self._inner.pause()
             return
         self._inner.pause()
-        offset = int(self._inner.clock_ns()) - self._host_clock()
+        offset = self._offset_now()
         try:
             self._parts.append(self._inner.stop())
         except Exception as exc:  # its records are lost; the next stretches still record
@@ -195,6 +195,11 @@ class DetachingTrace:
         if paused:
             self._inner.pause()
 
+    def _offset_now(self) -> int:
+        """CUPTI's clock minus the host's, read while the stretch's backend is still there
+        (the clock reads the host plus this once it is gone)."""
+        return int(self._inner.clock_ns()) - self._host_clock()
+
     def _give_up(self, why: str) -> None:
         self._gave_up = self._gave_up or why
 
@@ -203,7 +208,7 @@ class DetachingTrace:
         if not self._stopped:
             self._stopped = True
             if not self._detached:  # the clock goes on from the host: the run file's end,
-                offset = int(self._inner.clock_ns()) - self._host_clock()  # NVML's, read later
+                offset = self._offset_now()  # NVML's, are read later
                 self._parts.append(self._inner.stop())
                 self._done_warnings.extend(getattr(self._inner, "warnings", []))
                 self._inner = None
