@@ -96,6 +96,7 @@ def test_pm_sampling_lives_through_the_detaches_and_covers_the_traced_cycles(
     assert coverage["traced_cycles"] >= 4 and coverage["coverage_pct"] >= 99, coverage
     print("coverage", coverage, "warnings", rf.collection.warnings)
     clock = [w for w in rf.collection.warnings if "as fast as the host clock" in w]
-    if clock:  # seen on the H100 (2026-12-07, bench/README.md): cause open, detach opt-in
+    if clock:  # seen on the H100 (2026-12-07, bench/README.md); its likely cause (synchronise
+        # after the forced flush) is fixed but not yet run on a GPU: detach opt-in till then
         pytest.xfail(f"known: the boundary marks' clock check failed with CUPTI detached: "
                      f"{clock[0][:90]}")
