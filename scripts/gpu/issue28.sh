@@ -305,16 +305,18 @@ step_packsmall() {  # logs and summaries in one tar, run files in one tar per pr
 variant() {  # variant PROG CFG ROUND: PROG recorded as CFG (D defaults, P --no-pm, Q --no-pm
   # --no-nvml, F perfdiff's Python side only: the fake CUPTI backend, --no-pm --no-nvml,
   # X --no-pm --detach-untraced: CUPTI detached in the untraced runs, cupti/detached.py;
-  # Y --detach-untraced with PM on (the defaults but the detach);
+  # Y --detach-untraced with PM on (the defaults but the detach); Z --no-pm --no-nvml
+  # --detach-untraced (what is left of the collector in a detached untraced cycle);
   # T torch.profiler over every steady step, the program's own --trace: timm, graph, cnn, gpt2)
   local p=$1 c=$2 r=$3 f="$W/rounds/$1$2-r$3" extra
   case $c in  # the real collector's variants differ only in their options
     D) extra="" ;; P) extra="--no-pm" ;; Q) extra="--no-pm --no-nvml" ;;
     X) extra="--no-pm --detach-untraced" ;; Y) extra="--detach-untraced" ;;
+    Z) extra="--no-pm --no-nvml --detach-untraced" ;;
   esac
   case $c in
     B) bare "$p" "$W/rounds/$p-r$r-bare.log" >/dev/null ;;
-    D|P|Q|X|Y) run timeout 180 "${PD[@]}" collect $(opts "$p") $extra -o "$f.json.gz" -- "$PY" $(prog "$p") \
+    D|P|Q|X|Y|Z) run timeout 180 "${PD[@]}" collect $(opts "$p") $extra -o "$f.json.gz" -- "$PY" $(prog "$p") \
          | tee "$f.json.gz.log" >/dev/null ;;
     T) STEPTIMER_PROFILE_ALL=1 run timeout 180 "$PY" $(prog "$p") --trace "/tmp/$p-r$r.pt.trace.json" \
          | tee "$W/rounds/$p-r$r-profiler.log" >/dev/null; rm -f "/tmp/$p-r$r.pt.trace.json" ;;

@@ -22,7 +22,8 @@ samples there, which no statistic needs (an untraced cycle has no kernels). PM s
 pause: CUPTI 13.4 refuses to start PM sampling again once stopped (``cuptiPmSamplingStart``
 answered ERROR_UNKNOWN on the H100, 2026-11-25), so it runs through untraced cycles and its
 cost is not in the figure (the report says which samplers were paused: ``params``).
-Untraced cycles come in runs of at least two (``RUN_LENGTH``): a lead-in, then timed ones.
+Untraced cycles come in runs of at least two (``RUN_LENGTH``; the default schedule's at least
+four, ``COST_RUN_LENGTH`` says why): a lead-in, then timed ones.
 Why: a cycle boundary is seldom where the program waits for the GPU (an optimizer step is
 followed by ``loss.item()``), so a GPU-bound cycle's host time is the wait for the previous
 step's GPU work plus this step's launches; after a traced cycle, whose launches took longer on

@@ -24,9 +24,9 @@ A traced stretch is LONGEST_STRETCH cycles, or longer where a switch costs many 
 (:func:`longest_stretch`). Floors, whatever the cost: the first :data:`LONGEST_STRETCH`
 measured cycles are traced (the kernel statistics have samples even in a short run, and r has
 a numerator); the first untraced run goes on until :data:`MIN_SAMPLES` cycles are timed (r
-has a denominator); every untraced run is at least :data:`RUN_LENGTH` long (a lead-in, then a
-timed cycle: overhead.py says why) and at least a third of the stretch before it
-(:func:`shortest_run`), so a quarter of the cycles stay untraced; and no untraced run is longer
+has a denominator); every untraced run is at least :data:`COST_RUN_LENGTH` long and at least a
+third of the stretch before it (:func:`shortest_run`), so at least a quarter of the cycles stay
+untraced; and no untraced run is longer
 than :data:`RUN_FACTOR` x the stretch length: then a stretch of at least one traced cycle
 starts, and the run file says when the floor, not the budget, started one. Design and
 measurements: docs/explanation/untraced-cycles.md.
@@ -44,7 +44,15 @@ import numpy as np
 
 from perfdiff.collect.settings import DEFAULT_COST_TARGET
 
-RUN_LENGTH = 2  # untraced cycles in a row at least: a lead-in, then one timed (overhead.py)
+RUN_LENGTH = 2  # --untraced-every's runs: a lead-in, then one timed (overhead.py)
+# The default's runs at least: a lead-in, two timed cycles clear of any switch, and the one
+# before the switch-on. Why: tracing goes back on at the boundary after a run's last cycle,
+# which for optimizer-step cycles is inside the program's own step for that cycle, so that
+# step (by the program's timer) holds the switch-on and the cycle does not. Runs of 2 made
+# every timed cycle such a one (timm ViT-S, H100, 2026-12-07: -1.2..-3.5 % attached, -30..-44 %
+# detached against the timer; every other timed cycle within 0.2 %); from 4 on, most of a run's
+# timed cycles are clear of it, so their median is the program's step.
+COST_RUN_LENGTH = 4
 LONGEST_STRETCH = 6  # the first traced stretch, and the longest where switches cost little
 MAX_STRETCH = 64  # the longest traced stretch where switches cost many cycles
 RUN_FACTOR = 4  # untraced cycles in a row at most, per cycle of the longest stretch: then a
@@ -194,9 +202,10 @@ def longest_stretch(ratio: float, switch_cycles: float) -> int:
 
 
 def shortest_run(stretch: int) -> int:
-    """The untraced run that must follow a traced stretch: a lead-in and a timed cycle, and
-    at least a third of the stretch, so that a quarter of the cycles stay untraced."""
-    return max(RUN_LENGTH, math.ceil(stretch / 3))
+    """The untraced run that must follow a traced stretch: COST_RUN_LENGTH (a lead-in, then
+    timed cycles mostly clear of the switch-on), and at least a third of the stretch, so that a
+    quarter of the cycles stay untraced."""
+    return max(COST_RUN_LENGTH, math.ceil(stretch / 3))
 
 
 @dataclass
@@ -296,6 +305,7 @@ def make_schedule(every: int | None, target: float = DEFAULT_COST_TARGET,
     return None
 
 
-__all__ = ["LOCKSTEP_EVERY", "LOCKSTEP_TRACED", "LONGEST_STRETCH", "MAX_STRETCH", "MIN_SAMPLES",
-           "RUN_FACTOR", "RUN_LENGTH", "WINDOW", "CostSchedule", "FixedSchedule", "Observed",
-           "Schedule", "longest_stretch", "make_schedule", "ratio_interval", "shortest_run"]
+__all__ = ["COST_RUN_LENGTH", "LOCKSTEP_EVERY", "LOCKSTEP_TRACED", "LONGEST_STRETCH",
+           "MAX_STRETCH", "MIN_SAMPLES", "RUN_FACTOR", "RUN_LENGTH", "WINDOW", "CostSchedule",
+           "FixedSchedule", "Observed", "Schedule", "longest_stretch", "make_schedule",
+           "ratio_interval", "shortest_run"]

@@ -90,15 +90,33 @@ def _check_floors(modes: list[bool], longest_run: int = RUN_FACTOR * MAX_STRETCH
     assert len(runs) < 3 or runs[1][1] >= 1 + MIN_SAMPLES  # the first run times r
 
 
-def test_a_cheap_tracer_keeps_six_traced_in_eight() -> None:
-    """r = 1: nothing to save, so today's pattern (6 traced, a lead-in, a timed one), after a
-    first run long enough to time the untraced cycles."""
+def test_a_cheap_tracer_keeps_six_traced_in_ten() -> None:
+    """r = 1: nothing to save, so the shortest pattern (6 traced, then a lead-in, two timed
+    cycles clear of any switch and the one before the switch-on), after a first run long
+    enough to time the untraced cycles."""
     program = _Program(1.0, 10_000_000, 0, 0.0, 0)
     untraced = program.run(60)
-    assert _runs(program.modes)[:4] == [(True, 6), (False, 4), (True, 6), (False, 2)]
+    assert _runs(program.modes)[:4] == [(True, 6), (False, 4), (True, 6), (False, 4)]
     params = untraced.params()["untraced_schedule"]
     assert params["chosen_by"] == "cost target" and params["cost_target"] == TARGET
-    assert params["traced_cost_ratio"] == 1.0 and params["traced_share"] > 0.7
+    assert params["traced_cost_ratio"] == 1.0 and params["traced_share"] > 0.55
+
+
+def test_most_timed_cycles_are_clear_of_a_switch_on() -> None:
+    """Tracing goes back on after a run's last cycle, inside the program's own step for it
+    (optimizer-step boundaries), so the program's timer for that step holds the switch-on:
+    over every run the schedule chooses, fewer than half the timed cycles are such a one, so
+    their median is a step clear of it (timm ViT-S on an H100: -19.4 % against the timer with
+    runs of 2 and 3, -0.08 % without those cycles)."""
+    for r, u_ns, w_ns in ((1.0, 10_000_000, 0), (1.4, 25_000_000, 1_000_000),
+                          (1.3, 240_000, 2_000_000), (6.0, 1_000_000, 0)):
+        program = _Program(r, u_ns, w_ns, 0.02, 5)
+        program.run(300)
+        runs = _runs(program.modes)
+        closed = [length for i, (traced, length) in enumerate(runs[:-1]) if not traced and i]
+        timed = sum(length - 1 for length in closed)
+        before_switch_on = len(closed)
+        assert closed and before_switch_on < timed / 2, (r, runs)
 
 
 def test_a_host_bound_program_gets_the_share_that_meets_the_target() -> None:
