@@ -146,6 +146,12 @@ class CycleLog:
         """Number of cycles that ended normally."""
         return self._completed
 
+    @property
+    def next_index(self) -> int:
+        """The table index of the next cycle begun, if it and the one open now complete: the
+        position warm-up flags count by (``flag_warmup``)."""
+        return self._completed + self._open
+
     def table(self, mark_gpu_ns: Sequence[int] | None = None) -> CycleTable:
         """The cycles that ended normally, renumbered 0..n-1.
 

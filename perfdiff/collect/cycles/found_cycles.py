@@ -59,6 +59,9 @@ class FoundCycles:
 
     clock_ns: Callable[[], int]
     before_cycle: Callable[[], None] = lambda: None
+    # the first cycles of each log, flagged warm-up as they begin (as ``flag_warmup`` flags
+    # them after the run), so that no untraced cycle or traced stretch is spent on them
+    warmup: int = 0
     optimizer_log: CycleLog = field(init=False)
     profiler_log: CycleLog = field(init=False)
     function_log: CycleLog = field(init=False)
@@ -131,7 +134,10 @@ class FoundCycles:
             self.stepped = True  # before ``before_cycle``: it lets the found function go
         try:
             self.before_cycle()
-            log.begin_cycle(label, False)
+            # Why flagged now: the untraced schedule skips warm-up cycles; unflagged, its first
+            # traced stretch (6 cycles) was spent on the 5 warm-ups, and a detached run of
+            # timm ViT-S kept 2 traced cycles of 59 for its kernels (H100, 2026-12-07)
+            log.begin_cycle(label, log.next_index < self.warmup)
         except Exception:
             return
 

@@ -190,7 +190,8 @@ class ChildCollector:
             from perfdiff.collect.cycles.found_cycles import FoundCycles
             from perfdiff.collect.cycles.found_function import FoundFunction
 
-            self.found = FoundCycles(self.trace.clock_ns, self._before_found_cycle)
+            self.found = FoundCycles(self.trace.clock_ns, self._before_found_cycle,
+                                     warmup=cfg.warmup)
             self.found_marks = FoundMarks(self.found, self.trace, self.warnings)
             self._untrace_found_cycles(self.found)
             self.found.install()

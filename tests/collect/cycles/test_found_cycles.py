@@ -205,9 +205,10 @@ def test_optimizer_steps_are_cycles(tmp_path: Path) -> None:
     assert rf is not None
     run = rf.runs[0]
     assert run.cycles.index.size == 7  # between consecutive steps of the first optimizer
-    # cycle 6 (measured #7) is left untraced: the lead-in of a run of two, cut short by the end
-    assert int((~run.cycles.warmup).sum()) == 4
-    assert run.cycles.traced is not None and run.cycles.traced.tolist() == [1] * 6 + [0]
+    # the two warm-ups are flagged as they begin, so the schedule's first traced stretch (6
+    # measured cycles) starts after them and covers the other five: none is left untraced
+    assert run.cycles.warmup.tolist() == [True, True] + [False] * 5
+    assert run.cycles.traced is not None and run.cycles.traced.tolist() == [1] * 7
     assert set(run.cycles.label) == {"optimizer step"}
     assert rf.workload.params["cycles_from"] == (
         "optimizer step (AdamW, the first of 2 optimizers stepped)")

@@ -191,7 +191,7 @@ def test_optimizer_steps_that_come_later_win(tmp_path: Path) -> None:
     run = rf.runs[0]
     assert run.cycles.traced is not None
     untraced = np.flatnonzero(run.cycles.traced == 0).tolist()
-    assert untraced == [6, 7, 14, 15]
+    assert untraced == [8, 9, 16, 17]  # measured #7, #8, #15, #16 after the two warm-ups
     # the function was found and left some inference calls untraced before the first step
     names = [rf.strings[int(i)].mangled for i in run.kernels.name_id]
     assert 150 < sum(n.startswith("p") for n in names) < 300

@@ -44,9 +44,10 @@ def test_optimizer_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> Non
     """, "--untraced-every", "8")
     untraced, iterations = untraced_and_kernels(rf)
     assert rf.workload.params["cycles_from"].startswith("optimizer step")
-    assert untraced == [6, 7, 14, 15]  # measured #7, #8, #15, #16: a lead-in, a timed one
+    # measured #7, #8, #15, #16 (a lead-in, a timed one), counted after the two warm-ups
+    assert untraced == [8, 9, 16, 17]
     assert iterations == set(range(20)) - set(untraced)  # no kernel recorded in them
-    assert np.flatnonzero(timed_untraced(rf.runs[0].cycles)).tolist() == [7, 15]
+    assert np.flatnonzero(timed_untraced(rf.runs[0].cycles)).tolist() == [9, 17]
     assert rf.workload.params["untraced_pause"] == ["cupti_activity"]
 
 
@@ -61,5 +62,5 @@ def test_profiler_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> None
     """, "--untraced-every", "8")
     untraced, iterations = untraced_and_kernels(rf)
     assert rf.workload.params["cycles_from"] == "torch.profiler prof.step()"
-    assert untraced == [6, 7]
-    assert iterations == set(range(12)) - {6, 7}
+    assert untraced == [8, 9]  # measured #7, #8, after the two warm-ups
+    assert iterations == set(range(12)) - {8, 9}
