@@ -21,14 +21,15 @@ so a host that drifts, or one 3 s outlier, moves them little). A traced stretch 
 when the budget stays >= 0 after it and the untraced run that must follow it.
 
 A traced stretch is LONGEST_STRETCH cycles, or longer where a switch costs many cycles
-(:func:`longest_stretch`). Floors, whatever the cost: the first :data:`LONGEST_STRETCH`
-measured cycles are traced (the kernel statistics have samples even in a short run, and r has
-a numerator); the first untraced run goes on until :data:`MIN_SAMPLES` cycles are timed (r
-has a denominator); every untraced run is at least :data:`COST_RUN_LENGTH` long and at least a
-third of the stretch before it (:func:`shortest_run`), so at least a quarter of the cycles stay
-untraced; and no untraced run is longer
-than :data:`RUN_FACTOR` x the stretch length: then a stretch of at least one traced cycle
-starts, and the run file says when the floor, not the budget, started one. Design and
+(:func:`longest_stretch`), but never longer than the timed untraced cycles so far, so that the
+cycle time keeps samples in a short run where tracing costs nothing. Floors, whatever the cost:
+the first :data:`LONGEST_STRETCH` measured cycles are traced (the kernel statistics have
+samples even in a short run, and r has a numerator); the first untraced run goes on until
+:data:`MIN_SAMPLES` cycles are timed (r has a denominator); every untraced run is at least
+:data:`COST_RUN_LENGTH` long and at least a third of the stretch before it
+(:func:`shortest_run`), so at least a quarter of the cycles stay untraced; and no untraced run
+is longer than :data:`RUN_FACTOR` x the stretch length: then a stretch of at least one traced
+cycle starts, and the run file says when the floor, not the budget, started one. Design and
 measurements: docs/explanation/untraced-cycles.md.
 """
 
@@ -255,7 +256,12 @@ class CostSchedule:
         extra_ns = max(traced_ns - untraced_ns, 0.0)
         earn_ns = (self.target - 1) * untraced_ns
         pair_ns = seen.pair_ns()
-        cap = longest_stretch(traced_ns / untraced_ns, pair_ns / untraced_ns)
+        # no longer than the timed cycles so far (LONGEST_STRETCH at least): where tracing
+        # costs nothing and a switch much, the longest stretch is MAX_STRETCH, and a short run
+        # that reached it early kept 6 timed cycles of 46 for its cycle time (ResNet-50 AMP
+        # detached, H100, 2026-12-07); so stretches grow with the timed cycles behind them
+        cap = min(longest_stretch(traced_ns / untraced_ns, pair_ns / untraced_ns),
+                  max(LONGEST_STRETCH, len(seen.all_timed)))
         budget = (earn_ns * seen.measured - extra_ns * seen.traced_count
                   - pair_ns * seen.switch_count)
 
