@@ -110,6 +110,7 @@ class Recorder:
         self._no_gpu_why = no_gpu_why
         self._no_cycle_why = no_cycle_why
         self._gpu_asked = False  # whether a cycle start asked find_gpu (start_samplers)
+        self._samplers_settled = False  # every sampler started (or dropped): nothing more to start
         self.log = CycleLog(clock_ns=trace.clock_ns, on_cycle_begin=self._before_cycle,
                             on_cycle_end=self._cycle_ended)
         if marker is not None:
@@ -137,7 +138,10 @@ class Recorder:
         return untraced
 
     def _before_cycle(self, warmup: bool) -> None:
-        self.start_samplers(measured=not warmup)
+        # Why the flag: this runs before every cycle's start is stamped, in the program's step
+        # (an NVTX range's push), and once every sampler has started it has nothing to do
+        if not self._samplers_settled:
+            self.start_samplers(measured=not warmup)
 
     def _cycle_ended(self, done: int) -> None:
         if self._after_cycle is not None:
@@ -170,6 +174,8 @@ class Recorder:
                                          self.trace.clock_ns, self.warnings)
                     self._waiting_pm.extend([pm] if pm is not None else [])
                 self._start_all(self._waiting_pm)
+                self._samplers_settled = (self._gpu is not None or self._find_gpu is None) and not (
+                    self._waiting or self._waiting_pm or self._open_pm)
         except Exception as exc:
             self._sampling_failed = True
             self._open_pm = False

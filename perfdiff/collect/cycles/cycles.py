@@ -77,11 +77,13 @@ class CycleLog:
             self.end_cycle()
         if self.on_cycle_begin is not None:
             self.on_cycle_begin(warmup)
+        # the stamp first, the bookkeeping after it: inside the cycle, not in the program's
+        # step before it (an NVTX range's push: bench/nvtx_boundary)
+        self.starts.append(self.clock_ns())
         self.labels.append(label)
         self.warmups.append(warmup)
         self._open = True
         self._end_marked = False
-        self.starts.append(self.clock_ns())
         if self._mark(is_end=False):
             self.mark_ns.append(self.starts[-1])
 
