@@ -5,6 +5,7 @@
 #   steps: var smi smistop install fixtures traces probe rounds check pausecmp graphfix gputest pmlong pmprobe
 #          overhead timmlong gil stream timmvar gpt2holds gpuall costprobe bisect pmsweep gpt2pm
 #          compare packsmall drainprobe overlapdump pmcheck graphmeans detachpm detachnames
+#          detachtest
 #          pack (COLLECT_OPTS: extra collect options)
 #   (ROUNDS=3 rounds of bare/recorded pairs; pack: $W into one tar per program's rounds plus
 #   traces.tar and rest.tar, then $W removed)
@@ -85,6 +86,11 @@ step_graphfix() {  # the CUDA-graph programs recorded by the fixed collector
 
 step_gputest() {  # the record-for-record test (raw decode vs cupti-python's objects)
   run timeout 200 "$PY" -m pytest -q -m gpu tests/gpu/test_raw_intake_gpu.py -p no:cacheprovider
+}
+
+step_detachtest() {  # the detach's GPU tests, their outcome in the log that comes back (a call's
+  # stdout past its last 12,000 characters is lost: 2026-12-07 17:03)
+  run timeout 200 "$PY" -m pytest -q -m gpu tests/gpu/test_detach_gpu.py -rA -p no:cacheprovider
 }
 
 step_pmlong() {  # the configuration whose PM sampling failed at stop (issue 28)
