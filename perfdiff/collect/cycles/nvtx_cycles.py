@@ -159,6 +159,18 @@ def _arg(args: Sequence[Any], kwargs: dict[str, Any], name: str) -> Any:
     return kwargs.get(name)
 
 
+def _replace(module: ModuleType, attr: str,
+             make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """``module.attr`` replaced by ``make(original)``, once: a function wrapped already (the
+    module imported again, or patched by another log) is left as it is."""
+    original = getattr(module, attr, None)
+    if original is None or getattr(original, "_perfdiff_wrapped", False):
+        return
+    wrapper = functools.wraps(original)(make(original))
+    wrapper._perfdiff_wrapped = True  # type: ignore[attr-defined]
+    setattr(module, attr, wrapper)
+
+
 def _wrap_push(module: ModuleType, attr: str, cycles: NvtxCycles, keyword: str) -> None:
     """Wrap a push: the cycle's boundary first, then the library's own push.
 
@@ -166,36 +178,32 @@ def _wrap_push(module: ModuleType, attr: str, cycles: NvtxCycles, keyword: str) 
     before the cycle's start is stamped, so every call in it is time the program's own timer
     holds and no cycle does (a 0.24 ms CUDA-graph step read 3-6 % short of its timer, H100,
     2026-12-07; bench/nvtx_boundary)."""
-    original = getattr(module, attr, None)
-    if original is None or getattr(original, "_perfdiff_wrapped", False):
-        return
     push = cycles.push
 
-    @functools.wraps(original)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        push(args[0] if args else kwargs.get(keyword))
-        return original(*args, **kwargs)
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            push(args[0] if args else kwargs.get(keyword))
+            return original(*args, **kwargs)
 
-    wrapper._perfdiff_wrapped = True  # type: ignore[attr-defined]
-    setattr(module, attr, wrapper)
+        return wrapper
+
+    _replace(module, attr, make)
 
 
 def _wrap_pop(module: ModuleType, attr: str, cycles: NvtxCycles) -> None:
     """Wrap a pop: the library's own pop, then the cycle's boundary (``_wrap_push``: why
     flat)."""
-    original = getattr(module, attr, None)
-    if original is None or getattr(original, "_perfdiff_wrapped", False):
-        return
     pop = cycles.pop
 
-    @functools.wraps(original)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
-        pop()
-        return result
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            pop()
+            return result
 
-    wrapper._perfdiff_wrapped = True  # type: ignore[attr-defined]
-    setattr(module, attr, wrapper)
+        return wrapper
+
+    _replace(module, attr, make)
 
 
 class _RangeToken:
