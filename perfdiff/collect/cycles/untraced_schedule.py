@@ -28,8 +28,9 @@ samples even in a short run, and r has a numerator); the first untraced run goes
 :data:`MIN_SAMPLES` cycles are timed (r has a denominator); every untraced run is at least
 :data:`COST_RUN_LENGTH` long and at least a third of the stretch before it
 (:func:`shortest_run`), so at least a quarter of the cycles stay untraced; and no untraced run
-is longer than :data:`RUN_FACTOR` x the stretch length: then a stretch of at least one traced
-cycle starts, and the run file says when the floor, not the budget, started one. Design and
+is longer than :data:`RUN_FACTOR` x the stretch length (or, where a switch pair costs more, than
+the cycles that earn one: :meth:`CostSchedule.longest_run`): then a stretch of at least one
+traced cycle starts, and the run file says when the floor, not the budget, started one. Design and
 measurements: docs/explanation/untraced-cycles.md.
 """
 
@@ -220,6 +221,7 @@ class CostSchedule:
     _planned: int = LONGEST_STRETCH  # length of the traced stretch under way
     _cap: int = LONGEST_STRETCH  # the longest stretch, as last estimated
     _wait: int = 0  # untraced cycles to run before the budget is looked at again
+    _longest_run: int = RUN_FACTOR * LONGEST_STRETCH  # the floor's run, as last estimated
 
     def untraced(self, position: int, run: int, stretch: int) -> bool:
         if run == 0:  # the first cycle, or inside a traced stretch
@@ -231,20 +233,32 @@ class CostSchedule:
         # Why a countdown: the budget takes medians and a loop over stretch lengths (~10 us on
         # a slow host), and this runs between cycles, in the program's step: looked at again
         # only when the untraced cycles it said were needed have run (or the floor is near)
-        if self._wait > 0 and run < RUN_FACTOR * self._cap:
+        if self._wait > 0 and run < self._longest_run:
             self._wait -= 1
             return True
         cap, allowed, wait = self.stretch_allowed()
         self._cap = cap
+        self._longest_run = self.longest_run(cap)
         if allowed >= cap:
             self._planned, self._wait = cap, 0
             return False
-        if run >= RUN_FACTOR * cap:  # the floor: traced cycles keep coming, whatever the cost
+        if run >= self._longest_run:  # the floor: traced cycles keep coming, whatever the cost
             self.floor_bound += allowed == 0
             self._planned, self._wait = max(1, allowed), 0
             return False
         self._wait = max(wait - 1, 0)  # this cycle is one of them
         return True
+
+    def longest_run(self, cap: int) -> int:
+        """The untraced cycles in a row after which a stretch starts whatever the budget says:
+        RUN_FACTOR x the longest stretch, or, where a switch pair costs more than that many
+        cycles earn, as many as earn one pair. Why: a forced stretch is often one traced cycle
+        that pays a whole switch; a detached 0.24 ms CUDA-graph replay (34-89 ms a pair, H100,
+        2026-12-07) was forced every 256 cycles and its run cost 1.7-2.2 x by its own figure."""
+        seen = self.observed
+        earn_ns = (self.target - 1) * max(float(statistics.median(seen.timed)), 1.0)
+        pays = math.ceil(seen.pair_ns() / earn_ns) if earn_ns > 0 else 0
+        return max(RUN_FACTOR * cap, pays)
 
     def stretch_allowed(self) -> tuple[int, int, int]:
         """The longest stretch for this program (:func:`longest_stretch`); the longest (0 to

@@ -169,6 +169,19 @@ def test_a_short_run_of_free_tracing_and_costly_switches_keeps_timed_cycles() ->
         _check_floors(modes)
 
 
+def test_a_forced_stretch_waits_until_its_switch_is_paid_for() -> None:
+    """A 0.24 ms replay whose switch pair costs 20 ms (CUPTI detached): forced every
+    RUN_FACTOR x 64 = 256 cycles, each one-cycle stretch paid 83 cycles of switching and the
+    run cost 1.36 x; the floor's run is now as long as the cycles that earn one pair (834)."""
+    program = _Program(1.3, 240_000, 20_000_000, 0.0, 2)
+    untraced = program.run(2000)
+    runs = _runs(program.modes)
+    middle = [length for traced, length in runs[3:-1] if not traced]
+    assert middle and min(middle) >= 800, runs
+    assert program.cost() < 1.16
+    assert untraced.params()["untraced_schedule"]["floor_bound_stretches"] >= 1
+
+
 def test_an_unreachable_target_is_said_and_the_floor_holds() -> None:
     """r = 6: even one traced cycle in 25 costs more than the target allows; the floor keeps
     traced cycles coming and the run file says the floor, not the target, set the share."""
