@@ -29,7 +29,7 @@ samples even in a short run, and r has a numerator); the first untraced run goes
 :data:`COST_RUN_LENGTH` long and at least a third of the stretch before it
 (:func:`shortest_run`), so at least a quarter of the cycles stay untraced; and no untraced run
 is longer than :data:`RUN_FACTOR` x the stretch length (or, where a switch pair costs more, than
-the cycles that earn one: :meth:`CostSchedule.longest_run`): then a stretch of at least one
+the cycles that earn one: :func:`longest_run`): then a stretch of at least one
 traced cycle starts, and the run file says when the floor, not the budget, started one. Design and
 measurements: docs/explanation/untraced-cycles.md.
 """
@@ -203,6 +203,17 @@ def longest_stretch(ratio: float, switch_cycles: float) -> int:
     return int(min(MAX_STRETCH, max(LONGEST_STRETCH, math.ceil(4 * switch_cycles / extra))))
 
 
+def longest_run(stretch: int, pair_ns: float, earn_ns: float) -> int:
+    """The untraced cycles in a row after which a stretch starts whatever the budget says:
+    RUN_FACTOR x the longest ``stretch``, or, where a switch pair (``pair_ns``) costs more than
+    that many cycles earn (``earn_ns`` each), as many as earn one pair. Why: a forced stretch
+    is often one traced cycle that pays a whole switch; a detached 0.24 ms CUDA-graph replay
+    (34-89 ms a pair, H100, 2026-12-07) was forced every 256 cycles and its run cost 1.7-2.2 x
+    by its own figure."""
+    pays = math.ceil(pair_ns / earn_ns) if earn_ns > 0 else 0
+    return max(RUN_FACTOR * stretch, pays)
+
+
 def shortest_run(stretch: int) -> int:
     """The untraced run that must follow a traced stretch: COST_RUN_LENGTH (a lead-in, then
     timed cycles mostly clear of the switch-on), and at least a third of the stretch, so that a
@@ -219,7 +230,6 @@ class CostSchedule:
     observed: Observed = field(default_factory=Observed)
     floor_bound: int = 0  # traced stretches the longest-run floor started against the budget
     _planned: int = LONGEST_STRETCH  # length of the traced stretch under way
-    _cap: int = LONGEST_STRETCH  # the longest stretch, as last estimated
     _wait: int = 0  # untraced cycles to run before the budget is looked at again
     _longest_run: int = RUN_FACTOR * LONGEST_STRETCH  # the floor's run, as last estimated
 
@@ -236,9 +246,7 @@ class CostSchedule:
         if self._wait > 0 and run < self._longest_run:
             self._wait -= 1
             return True
-        cap, allowed, wait = self.stretch_allowed()
-        self._cap = cap
-        self._longest_run = self.longest_run(cap)
+        cap, allowed, wait, self._longest_run = self.stretch_allowed()
         if allowed >= cap:
             self._planned, self._wait = cap, 0
             return False
@@ -249,21 +257,11 @@ class CostSchedule:
         self._wait = max(wait - 1, 0)  # this cycle is one of them
         return True
 
-    def longest_run(self, cap: int) -> int:
-        """The untraced cycles in a row after which a stretch starts whatever the budget says:
-        RUN_FACTOR x the longest stretch, or, where a switch pair costs more than that many
-        cycles earn, as many as earn one pair. Why: a forced stretch is often one traced cycle
-        that pays a whole switch; a detached 0.24 ms CUDA-graph replay (34-89 ms a pair, H100,
-        2026-12-07) was forced every 256 cycles and its run cost 1.7-2.2 x by its own figure."""
-        seen = self.observed
-        earn_ns = (self.target - 1) * max(float(statistics.median(seen.timed)), 1.0)
-        pays = math.ceil(seen.pair_ns() / earn_ns) if earn_ns > 0 else 0
-        return max(RUN_FACTOR * cap, pays)
-
-    def stretch_allowed(self) -> tuple[int, int, int]:
+    def stretch_allowed(self) -> tuple[int, int, int, int]:
         """The longest stretch for this program (:func:`longest_stretch`); the longest (0 to
-        it) after which, with the untraced run that must follow, the budget is >= 0; and how
-        many more untraced cycles would allow the longest (a large number where none earn)."""
+        it) after which, with the untraced run that must follow, the budget is >= 0; how
+        many more untraced cycles would allow the longest (a large number where none earn);
+        and the floor's longest untraced run (:func:`longest_run`)."""
         seen = self.observed
         untraced_ns = max(float(statistics.median(seen.timed)), 1.0)
         traced_ns = float(statistics.median(seen.traced))
@@ -285,10 +283,11 @@ class CostSchedule:
 
         short = -after(cap)
         wait = 0 if short <= 0 else (math.ceil(short / earn_ns) if earn_ns > 0 else 10**9)
+        floor = longest_run(cap, pair_ns, earn_ns)
         for stretch in range(cap, 0, -1):
             if after(stretch) >= 0:
-                return cap, stretch, wait
-        return cap, 0, wait
+                return cap, stretch, wait, floor
+        return cap, 0, wait, floor
 
     def observe(self, duration_ns: int, *, untraced: bool, timed: bool) -> None:
         self.observed.add(duration_ns, untraced=untraced, timed=timed)
@@ -327,5 +326,5 @@ def make_schedule(every: int | None, target: float = DEFAULT_COST_TARGET,
 
 __all__ = ["COST_RUN_LENGTH", "LOCKSTEP_EVERY", "LOCKSTEP_TRACED", "LONGEST_STRETCH",
            "MAX_STRETCH", "MIN_SAMPLES", "RUN_FACTOR", "RUN_LENGTH", "WINDOW", "CostSchedule",
-           "FixedSchedule", "Observed", "Schedule", "longest_stretch", "make_schedule",
-           "ratio_interval", "shortest_run"]
+           "FixedSchedule", "Observed", "Schedule", "longest_run", "longest_stretch",
+           "make_schedule", "ratio_interval", "shortest_run"]

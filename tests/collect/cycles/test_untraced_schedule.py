@@ -286,7 +286,7 @@ def test_the_budget_is_looked_at_a_few_times_per_untraced_run_not_every_cycle(
     looked = [0]
     original = CostSchedule.stretch_allowed
 
-    def counted(self: CostSchedule) -> tuple[int, int, int]:
+    def counted(self: CostSchedule) -> tuple[int, int, int, int]:
         looked[0] += 1
         return original(self)
 
