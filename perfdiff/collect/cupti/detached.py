@@ -125,16 +125,16 @@ class DetachingTrace:
         completes such records later, but a detached stretch has no later. On the H100
         (2026-12-07) a GPU-bound program's boundary marks came back so (GPU start 0: the
         clock check read -5e8 x)."""
-        if self._gave_up or self._detached:
-            self._inner.pause()
-            return
-        try:
-            self._synchronize()
-        except Exception as exc:  # CUPTI stays attached, with its kinds off, as before
-            self._give_up(f"the GPU could not be synchronised ({type(exc).__name__}: {exc})")
-            self._inner.pause()
-            return
+        detach = not (self._gave_up or self._detached)
+        if detach:
+            try:
+                self._synchronize()
+            except Exception as exc:  # CUPTI stays attached, with its kinds off, as before
+                self._give_up(f"the GPU could not be synchronised ({type(exc).__name__}: {exc})")
+                detach = False
         self._inner.pause()
+        if not detach:
+            return
         offset = self._offset_now()
         try:
             self._parts.append(self._inner.stop())
