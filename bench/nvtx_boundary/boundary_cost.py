@@ -84,16 +84,20 @@ def run(steps: int, every: int | None, patched: bool) -> dict[str, Any]:
         return out
     untraced = set(collector.core.untraced.positions)
     kinds: dict[str, list[tuple[float, float]]] = {"traced": [], "untraced": []}
+    steps: dict[str, list[float]] = {"traced": [], "untraced": []}
     for i, (start, end) in enumerate(zip(log.starts, log.ends, strict=True)):
         if i < 5:
             continue
         kind = "untraced" if i in untraced else "traced"
         # before the start stamp (the push), after the end stamp (the pop)
         kinds[kind].append(((start - marks[i]) / 1e3, (marks[i + 1] - end) / 1e3))
+        steps[kind].append((marks[i + 1] - marks[i]) / 1e3)
     for kind, parts in kinds.items():
         if parts:
             outside = sorted(a + b for a, b in parts)
             out[f"{kind}_cycles"] = len(parts)
+            # the program's timer over the steps of this kind (set against the bare step)
+            out[f"step_us_{kind}_median"] = round(statistics.median(steps[kind]), 3)
             out[f"outside_us_{kind}_median"] = round(statistics.median(outside), 3)
             out[f"outside_us_{kind}_p90"] = round(outside[int(0.9 * len(outside))], 3)
             out[f"push_us_{kind}_median"] = round(statistics.median(a for a, _ in parts), 3)

@@ -119,6 +119,10 @@ class Recorder:
         self._all_untraced: list[UntracedCycles] = []
         self._lockstep = lockstep  # a rank of a multi-rank job: untraced cycles by position
         self.untraced = self.untrace(self.log, untraced_every, off_reason=untraced_off)
+        # the log's own hooks (_before_cycle, _cycle_ended) have nothing to do in a run of
+        # untraced cycles once every sampler has started and no launcher work follows a cycle
+        # (the intake's decode waits for the next hook): its cycles may take the express lane
+        self.untraced.express_ok = lambda: self._samplers_settled and after_cycle is None
 
     # ---------------------------------------------------------------- cycles
 

@@ -29,6 +29,14 @@ from perfdiff.collect.cycles.import_hooks import when_imported
 from perfdiff.markers import CycleRecorder
 
 
+class _Ranges(threading.local):
+    """Each thread's open ranges (True: a cycle's), an attribute read away: a method call that
+    looked the stack up cost two calls a boundary, in the program's step."""
+
+    def __init__(self) -> None:
+        self.stack: list[bool] = []
+
+
 class NvtxCycles:
     """Turns pushes and pops of the range named ``name`` into cycle boundaries."""
 
@@ -36,22 +44,15 @@ class NvtxCycles:
         self.recorder = recorder
         self.name = name
         self.label = f"NVTX range {name}"  # the cycles' label: how the report names them
-        self._local = threading.local()
+        self._local = _Ranges()
         self.ranges_seen = 0
-
-    def _stack(self) -> list[bool]:
-        stack: list[bool] | None = getattr(self._local, "stack", None)
-        if stack is None:
-            stack = []
-            self._local.stack = stack
-        return stack
 
     def push(self, message: object) -> None:
         # a str compared directly: this runs before the cycle's start is stamped, inside the
         # program's step (bench/nvtx_boundary)
         is_cycle = (message == self.name if type(message) is str
                     else _message_text(message) == self.name)
-        self._stack().append(is_cycle)
+        self._local.stack.append(is_cycle)
         if is_cycle:
             self.ranges_seen += 1
             try:
@@ -60,7 +61,7 @@ class NvtxCycles:
                 self._warn(exc)
 
     def pop(self) -> None:
-        stack = self._stack()
+        stack = self._local.stack
         if stack and stack.pop():
             try:
                 self.recorder.end_cycle()

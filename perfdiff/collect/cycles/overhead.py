@@ -74,6 +74,9 @@ class UntracedCycles:
     # knows; "" for the option itself
     off_reason: str = ""
     lockstep: bool = False  # one rank of a job whose ranks step together (make_schedule)
+    # whether the log's other hooks have nothing to do now (the recorder's: every sampler
+    # started), so that the untraced cycles of a run may take the log's express lane
+    express_ok: Callable[[], bool] = lambda: False
     positions: list[int] = field(default_factory=list)  # log positions of untraced cycles
     errors: list[str] = field(default_factory=list)
     schedule: Schedule | None = None
@@ -116,6 +119,8 @@ class UntracedCycles:
         self.log.on_cycle_end = on_end
 
     def before_begin(self, warmup: bool) -> None:
+        if self.log.express_begun:
+            self._catch_up()
         # tracing back on: the run of untraced cycles is over (or its cycle ended incomplete)
         if self._paused and self._next is not True:
             self._resume()
@@ -195,6 +200,7 @@ class UntracedCycles:
         profiler steps: found_cycles.py): tracing back on now if it is off for this log, and
         no untraced cycle from it again, so that the winning log's cycles are traced as their
         own schedule says. An open cycle of this log is then partly traced: never chosen."""
+        self._catch_up()
         self._next = None
         self.allowed = lambda: False
         if self._paused:
@@ -205,6 +211,7 @@ class UntracedCycles:
         it: found_function.py): tracing back on if it is off, and a fresh schedule, so that
         neither the budget nor the medians of the dropped cycles (a different call, a
         different length) decide the new ones."""
+        self._catch_up()
         if self._paused:
             self._resume()
         self.schedule = (make_schedule(self.every, self.cost_target, self.lockstep)
@@ -232,6 +239,36 @@ class UntracedCycles:
             self.schedule.observe(duration, untraced=self._paused, timed=self._timed)
         self._asked = False
         if self._paused:
+            self._next = self._ask()
+            if self._next and self.express_ok():
+                self._grant_express()
+
+    def _grant_express(self) -> None:
+        """The next cycle is untraced, as is every one the schedule is sure of after it: they
+        take the log's express lane (``CycleLog.express``), no hook between the program's
+        range and the stamps, and their bookkeeping is caught up at the next hook
+        (``_catch_up``) in the order it would have had."""
+        assert self.schedule is not None
+        self.log.express = 1 + self.schedule.sure_untraced(self._measured + 1, self._run + 1)
+
+    def _catch_up(self) -> None:
+        """What ``before_begin`` and ``after_end`` would have done for the cycles of the
+        express lane, in order: each one untraced and timed, its time to the schedule and the
+        next one's mode asked. The asks answer as the grant was sure they would; the last one
+        is the mode of the cycle about to begin. A lane cycle still open ends through the
+        hooks (``after_end``)."""
+        log, schedule = self.log, self.schedule
+        begun = log.leave_express()
+        first = len(log.starts) - begun
+        for i in range(first, first + begun):
+            self._next, self._asked, self._timed = None, True, True
+            self.positions.append(i)
+            self._run, self._stretch = self._run + 1, 0
+            if i >= len(log.ends) or not log.completed_flags[i]:
+                continue  # still open, or cut short: the next begin switches tracing on
+            if schedule is not None:
+                schedule.observe(log.ends[i] - log.starts[i], untraced=True, timed=True)
+            self._asked = False
             self._next = self._ask()
 
     def _resume(self) -> None:
@@ -270,6 +307,7 @@ class UntracedCycles:
         untraced cycles switched off (``untraced_pause``), so that the report can say what
         the collector cost this run, or why it cannot; {} for a log that saw no measured
         cycle (cycles found after the run come from no log)."""
+        self._catch_up()
         if self.schedule is None:
             return {"untraced_schedule": {"chosen_by": f"off: {self.off_reason}"}}
         schedule = self.schedule.params()
@@ -284,6 +322,7 @@ class UntracedCycles:
 
     def apply(self, table: CycleTable) -> CycleTable:
         """``table`` with ``traced`` set (and untraced cycles flagged warm-up)."""
+        self._catch_up()
         if self.schedule is None:
             return table
         kept = [i for i, ok in enumerate(self.log.completed_flags) if ok]

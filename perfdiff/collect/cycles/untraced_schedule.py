@@ -72,6 +72,11 @@ class Schedule(Protocol):
         """Whether measured cycle ``position`` (1, 2, ...) runs untraced, after ``run``
         untraced (or ``stretch`` traced) measured cycles in a row."""
 
+    def sure_untraced(self, position: int, run: int) -> int:
+        """How many asks in a row, from ``untraced(position, run, 0)`` on (position and run
+        one more each time), will answer True whatever the cycles between them take (they
+        may skip the per-cycle calls: ``CycleLog.express``). Asks nothing, changes nothing."""
+
     def observe(self, duration_ns: int, *, untraced: bool, timed: bool) -> None:
         """A measured cycle completed in ``duration_ns`` (``timed``: untraced after an
         untraced one)."""
@@ -178,6 +183,12 @@ class FixedSchedule:
     def untraced(self, position: int, run: int, stretch: int) -> bool:
         return (position - 1) % self.every >= self.every - self.run_length()
 
+    def sure_untraced(self, position: int, run: int) -> int:
+        sure = 0
+        while sure < self.every and self.untraced(position + sure, run + sure, 0):
+            sure += 1
+        return sure
+
     def observe(self, duration_ns: int, *, untraced: bool, timed: bool) -> None:
         self.observed.add(duration_ns, untraced=untraced, timed=timed)
 
@@ -256,6 +267,12 @@ class CostSchedule:
             return False
         self._wait = max(wait - 1, 0)  # this cycle is one of them
         return True
+
+    def sure_untraced(self, position: int, run: int) -> int:
+        # the run's shortest length first (the budget not looked at), then the countdown: each
+        # ask of it answers True, ready or not (``untraced``)
+        sure = max(shortest_run(self._planned) - run, 0)
+        return sure + max(min(self._wait, self._longest_run - (run + sure)), 0)
 
     def stretch_allowed(self) -> tuple[int, int, int, int]:
         """The longest stretch for this program (:func:`longest_stretch`); the longest (0 to
