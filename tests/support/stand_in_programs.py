@@ -42,10 +42,11 @@ TORCH_STEPS: dict[str, str] = {
 
 def collect_program(folder: Path, program: str, *options: str,
                     files: Mapping[str, str] = TORCH_STEPS,
-                    out_name: str = "run.json.gz") -> RunFile:
+                    out_name: str = "run.json.gz", returncode: int = 0) -> RunFile:
     """Write ``files`` and ``prog.py`` (``program``) into ``folder``, record it with
     ``perfdiff collect -o OUT --warmup 2 OPTIONS -- python prog.py`` (fake CUPTI, the folder
-    first on the program's path) and return the run file."""
+    first on the program's path) and return the run file; the program's exit status is
+    ``returncode``."""
     for name, text in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
@@ -57,7 +58,7 @@ def collect_program(folder: Path, program: str, *options: str,
     proc = subprocess.run([*PERFDIFF_FAKE, "collect", "-o", str(out), "--warmup", "2", *options,
                            "--", sys.executable, "prog.py"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=180, check=False)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == returncode, proc.stderr
     return load_run_file(out)
 
 

@@ -260,16 +260,25 @@ class ChildCollector:
         self, kind: type[BaseException], exc: BaseException, tb: TracebackType | None
     ) -> None:
         if issubclass(kind, KeyboardInterrupt):
-            self.failure = f"interrupted (Ctrl-C) after {self.log.completed} cycles"
+            self.failure = f"interrupted (Ctrl-C) after {self._cycles_so_far()} cycles"
             self.exit_code = 130
         else:
             self.failure = (f"program raised {kind.__name__}: {one_line(exc)} (after "
-                            f"{self.log.completed} cycles)")
+                            f"{self._cycles_so_far()} cycles)")
             self.exit_code = 1
         self._previous_excepthook(kind, exc, tb)
 
+    def _cycles_so_far(self) -> int:
+        """Cycles completed so far, by whichever log has the run's: a program whose cycles are
+        its optimizer steps has none in the marked log, and its incomplete run file said
+        "after 0 cycles" over 49 recorded ones (ResNet-50 cut by a timeout, H100 2026-12-07)."""
+        logs = [self.log]
+        if self.found is not None:
+            logs += [self.found.optimizer_log, self.found.profiler_log, self.found.function_log]
+        return max(log.completed for log in logs)
+
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        self.failure = f"terminated by SIGTERM after {self.log.completed} cycles"
+        self.failure = f"terminated by SIGTERM after {self._cycles_so_far()} cycles"
         self.exit_code = 128 + signum
         self.finish()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

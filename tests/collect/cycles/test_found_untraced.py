@@ -64,3 +64,21 @@ def test_profiler_step_cycles_leave_runs_of_two_untraced(tmp_path: Path) -> None
     assert rf.workload.params["cycles_from"] == "torch.profiler prof.step()"
     assert untraced == [8, 9]  # measured #7, #8, after the two warm-ups
     assert iterations == set(range(12)) - {8, 9}
+
+
+def test_a_program_that_raises_after_its_optimizer_steps_says_how_many_cycles_ran(
+        tmp_path: Path) -> None:
+    """The run file of a program cut short says how far it got in the cycles it has: its
+    optimizer steps (a ResNet-50 run's said "after 0 cycles" over 49, H100 2026-12-07)."""
+    rf = collect_program(tmp_path, textwrap.dedent("""
+    import torch
+    from tests.support.fake_cupti import launch
+    opt = torch.optim.Optimizer()
+    for i in range(9):
+        launch(f"i{i}_k", 0.05)
+        opt.step()
+    raise BrokenPipeError("[Errno 32] Broken pipe")
+    """), returncode=1)
+    assert rf.status.state == "incomplete"
+    assert "program raised BrokenPipeError" in (rf.status.reason or "")
+    assert "(after 8 cycles)" in (rf.status.reason or "")
