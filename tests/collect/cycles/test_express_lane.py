@@ -15,43 +15,28 @@ from hypothesis import strategies as st
 from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.cycles.overhead import UntracedCycles
 from perfdiff.collect.cycles.untraced_schedule import CostSchedule, FixedSchedule
+from tests.support.switching_program import SwitchingProgram
 
 
-class _Program:
-    """Cycles of ``u`` untraced and ``r u`` traced (seeded noise), switches of ``w`` a pair,
-    cut short where ``cut`` says; counts the log's hooks that ran."""
+class _Program(SwitchingProgram):
+    """The schedule tests' program (noise +-20 %), cut short where ``cut`` says; counts the
+    log's hooks that ran."""
 
     def __init__(self, r: float, u_ns: int, w_ns: int, seed: int, cut: frozenset[int]) -> None:
-        self.now = 0
-        self.r, self.u_ns, self.w_ns, self.cut = r, u_ns, w_ns, cut
-        self.rng = np.random.default_rng(seed)
-        self.on = True
-        self.modes: list[bool] = []
+        super().__init__(r, u_ns, w_ns, 0.2, seed)
+        self.cut = cut
         self.hooks = 0
-
-    def clock_ns(self) -> int:
-        return self.now
-
-    def pause(self) -> None:
-        self.on = False
-        self.now += self.w_ns // 2
-
-    def resume(self) -> None:
-        self.on = True
-        self.now += self.w_ns - self.w_ns // 2
 
     def count(self, *_: object) -> None:
         self.hooks += 1
 
-    def run(self, cycles: int, every: int | None, express: bool) -> UntracedCycles:
+    def run_lane(self, cycles: int, every: int | None, express: bool) -> UntracedCycles:
         log = CycleLog(clock_ns=self.clock_ns, wall_ns=self.clock_ns,
                        on_cycle_begin=self.count, on_cycle_end=self.count)
         untraced = UntracedCycles(every, self, log, express_ok=lambda: express)
         for i in range(cycles):
             log.begin_cycle("", i < 2)
-            self.modes.append(self.on)
-            self.now += int(self.u_ns * (self.r if self.on else 1.0)
-                            * (1 + 0.2 * float(self.rng.uniform(-1, 1))))
+            self.step()
             log.end_cycle(completed=i not in self.cut)
         return untraced
 
@@ -60,7 +45,7 @@ def _both(r: float, u_ns: int, w_ns: int, seed: int, cycles: int, every: int | N
           cut: frozenset[int] = frozenset()) -> tuple[_Program, UntracedCycles, _Program,
                                                        UntracedCycles]:
     plain, fast = (_Program(r, u_ns, w_ns, seed, cut) for _ in range(2))
-    return plain, plain.run(cycles, every, False), fast, fast.run(cycles, every, True)
+    return plain, plain.run_lane(cycles, every, False), fast, fast.run_lane(cycles, every, True)
 
 
 def _same(plain: _Program, slow: UntracedCycles, fast: _Program,
@@ -129,7 +114,7 @@ def test_a_lane_cycle_open_at_release_ends_through_the_hooks() -> None:
 
 def test_no_lane_without_leave_or_with_marks() -> None:
     program = _Program(1.5, 1_000_000, 1_000_000, 2, frozenset())
-    program.run(300, None, False)
+    program.run_lane(300, None, False)
     log = CycleLog(clock_ns=program.clock_ns, mark=lambda: None)
     log.express = 5
     log.begin_cycle("", False)  # a cycle that issues marks is never in the lane

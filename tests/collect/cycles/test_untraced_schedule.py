@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -23,47 +22,7 @@ from perfdiff.collect.cycles.untraced_schedule import (
     ratio_interval,
     shortest_run,
 )
-
-TARGET = 1.10
-
-
-class _Program:
-    """A program whose cycles take ``u`` untraced and ``r u`` traced (times a seeded noise
-    within +-``noise``), and whose tracing switches cost ``w`` per off-and-on pair."""
-
-    def __init__(self, r: float, u_ns: int, w_ns: int, noise: float, seed: int) -> None:
-        self.now = 0
-        self.r, self.u_ns, self.w_ns, self.noise = r, u_ns, w_ns, noise
-        self.rng = np.random.default_rng(seed)
-        self.on = True
-        self.modes: list[bool] = []  # per measured cycle: traced?
-
-    def clock_ns(self) -> int:
-        return self.now
-
-    def pause(self) -> None:
-        self.on = False
-        self.now += self.w_ns // 2
-
-    def resume(self) -> None:
-        self.on = True
-        self.now += self.w_ns - self.w_ns // 2
-
-    def run(self, cycles: int, target: float = TARGET) -> UntracedCycles:
-        log = CycleLog(clock_ns=self.clock_ns, wall_ns=self.clock_ns)
-        untraced = UntracedCycles(None, self, log, cost_target=target)
-        for _ in range(cycles):
-            log.begin_cycle("", False)
-            self.modes.append(self.on)
-            scale = 1 + self.noise * float(self.rng.uniform(-1, 1))
-            self.now += int(self.u_ns * (self.r if self.on else 1.0) * scale)
-            log.end_cycle()
-        return untraced
-
-    def cost(self) -> float:
-        """The realised whole-run cost: elapsed time (switches included) over the same number
-        of cycles run bare."""
-        return self.now / (len(self.modes) * self.u_ns)
+from tests.support.switching_program import TARGET, SwitchingProgram
 
 
 def _runs(modes: list[bool]) -> list[tuple[bool, int]]:
@@ -96,7 +55,7 @@ def test_a_cheap_tracer_keeps_six_traced_in_ten() -> None:
     """r = 1: nothing to save, so the shortest pattern (6 traced, then a lead-in, two timed
     cycles clear of any switch and the one before the switch-on), after a first run long
     enough to time the untraced cycles."""
-    program = _Program(1.0, 10_000_000, 0, 0.0, 0)
+    program = SwitchingProgram(1.0, 10_000_000, 0, 0.0, 0)
     untraced = program.run(60)
     assert _runs(program.modes)[:4] == [(True, 6), (False, 4), (True, 6), (False, 4)]
     params = untraced.params()["untraced_schedule"]
@@ -112,7 +71,7 @@ def test_most_timed_cycles_are_clear_of_a_switch_on() -> None:
     runs of 2 and 3, -0.08 % without those cycles)."""
     for r, u_ns, w_ns in ((1.0, 10_000_000, 0), (1.4, 25_000_000, 1_000_000),
                           (1.3, 240_000, 2_000_000), (6.0, 1_000_000, 0)):
-        program = _Program(r, u_ns, w_ns, 0.02, 5)
+        program = SwitchingProgram(r, u_ns, w_ns, 0.02, 5)
         program.run(300)
         runs = _runs(program.modes)
         closed = [length for i, (traced, length) in enumerate(runs[:-1]) if not traced and i]
@@ -124,7 +83,7 @@ def test_most_timed_cycles_are_clear_of_a_switch_on() -> None:
 def test_a_host_bound_program_gets_the_share_that_meets_the_target() -> None:
     """r = 1.4 (timm ViT-S bf16 on the H200): a share of about 0.1 / 0.4 = 0.25, the realised
     cost within the target, and the run file says what was measured and chosen."""
-    program = _Program(1.4, 25_000_000, 0, 0.05, 1)
+    program = SwitchingProgram(1.4, 25_000_000, 0, 0.05, 1)
     untraced = program.run(400)
     share = sum(program.modes) / len(program.modes)
     assert 0.2 < share < 0.3
@@ -142,7 +101,7 @@ def test_switch_costs_lengthen_the_stretches_and_the_runs() -> None:
     """A CUDA-graph step of 0.24 ms with a 2 ms switch pair (eight cycles' worth): stretches of
     six would pay a switch per six traced cycles; the schedule takes longer stretches and
     longer runs, and the whole run stays within the target."""
-    program = _Program(1.3, 240_000, 2_000_000, 0.0, 2)
+    program = SwitchingProgram(1.3, 240_000, 2_000_000, 0.0, 2)
     untraced = program.run(2000)
     runs = _runs(program.modes)
     assert max(length for traced, length in runs if traced) == MAX_STRETCH
@@ -160,7 +119,7 @@ def test_a_short_run_of_free_tracing_and_costly_switches_keeps_timed_cycles() ->
     cycles for its cycle time (ResNet-50 AMP, H100, 2026-12-07); stretches no longer than the
     timed cycles behind them keep about a third of the run timed, within the target."""
     for seed in range(4):
-        program = _Program(1.0, 30_000_000, 60_000_000, 0.03, seed)
+        program = SwitchingProgram(1.0, 30_000_000, 60_000_000, 0.03, seed)
         program.run(46)
         modes = program.modes
         timed = sum(1 for a, b in itertools.pairwise(modes) if not a and not b)
@@ -173,7 +132,7 @@ def test_a_forced_stretch_waits_until_its_switch_is_paid_for() -> None:
     """A 0.24 ms replay whose switch pair costs 20 ms (CUPTI detached): forced every
     RUN_FACTOR x 64 = 256 cycles, each one-cycle stretch paid 83 cycles of switching and the
     run cost 1.36 x; the floor's run is now as long as the cycles that earn one pair (834)."""
-    program = _Program(1.3, 240_000, 20_000_000, 0.0, 2)
+    program = SwitchingProgram(1.3, 240_000, 20_000_000, 0.0, 2)
     untraced = program.run(2000)
     runs = _runs(program.modes)
     middle = [length for traced, length in runs[3:-1] if not traced]
@@ -185,7 +144,7 @@ def test_a_forced_stretch_waits_until_its_switch_is_paid_for() -> None:
 def test_an_unreachable_target_is_said_and_the_floor_holds() -> None:
     """r = 6: even one traced cycle in 25 costs more than the target allows; the floor keeps
     traced cycles coming and the run file says the floor, not the target, set the share."""
-    program = _Program(6.0, 1_000_000, 0, 0.0, 3)
+    program = SwitchingProgram(6.0, 1_000_000, 0, 0.0, 3)
     untraced = program.run(300)
     params = untraced.params()["untraced_schedule"]
     assert params["floor_bound_stretches"] > 0
@@ -198,7 +157,7 @@ def test_an_unreachable_target_is_said_and_the_floor_holds() -> None:
        noise=st.floats(0.0, 0.05), seed=st.integers(0, 2**16), n=st.integers(200, 500))
 def test_realised_cost_meets_a_feasible_target_and_the_floors_hold(
         r: float, u_ms: float, w_ms: float, noise: float, seed: int, n: int) -> None:
-    program = _Program(r, int(u_ms * 1e6), int(w_ms * 1e6), noise, seed)
+    program = SwitchingProgram(r, int(u_ms * 1e6), int(w_ms * 1e6), noise, seed)
     program.run(n)
     _check_floors(program.modes)
     per_switch = w_ms / u_ms
@@ -291,7 +250,7 @@ def test_the_budget_is_looked_at_a_few_times_per_untraced_run_not_every_cycle(
         return original(self)
 
     monkeypatch.setattr(CostSchedule, "stretch_allowed", counted)
-    program = _Program(1.4, 25_000_000, 0, 0.0, 4)
+    program = SwitchingProgram(1.4, 25_000_000, 0, 0.0, 4)
     program.run(400)
     runs = [length for traced, length in _runs(program.modes) if not traced]
     assert sum(runs) > 250 and looked[0] <= 3 * len(runs)
