@@ -289,6 +289,12 @@ def _why_all_traced(schedule: object) -> str:
     measured = schedule.get("measured_cycles") if isinstance(schedule, dict) else None
     if isinstance(measured, int) and isinstance(schedule, dict):
         timed = schedule.get("timed_untraced_cycles")
+        busy = schedule.get("traced_while_sampler_busy")
+        if isinstance(busy, int) and busy > 0 and not timed:
+            return (f"{busy} of its {busy + measured} measured cycles began while PM sampling "
+                    "was decoding its samples and stayed traced (an untraced run waits for a "
+                    "decode to end; a longer --sample-interval-ns or --no-pm leaves room for "
+                    f"untraced cycles), and {_asked(measured)}")
         if schedule.get("traced_cycles") == measured:
             return (f"all {measured} measured cycles were traced (too few for an untraced run: "
                     "the first 6 are always traced; run more steps)")
@@ -297,6 +303,16 @@ def _why_all_traced(schedule: object) -> str:
                     "for a lead-in and a timed one; run more steps)")
     return ("every measured cycle was traced (recorded with --untraced-every 0, or by "
             "perfdiff before it left cycles of this kind untraced)")
+
+
+def _asked(measured: int) -> str:
+    """What became of the measured cycles the schedule was asked about."""
+    if measured == 0:
+        return "the schedule was asked about none"
+    if measured <= 6:
+        which = "the one asked about was" if measured == 1 else f"the {measured} asked about were"
+        return f"{which} traced too (the first 6 asked are always traced)"
+    return f"the {measured} asked about gave no timed untraced cycle"
 
 
 def _what_it_covers(run_file: RunFile) -> str:

@@ -92,6 +92,10 @@ class UntracedCycles:
     _paused_samplers: list[Any] = field(default_factory=list)
     _ever_paused: set[str] = field(default_factory=set)
     _switch_failed: bool = False  # tracing could not be switched: no more untraced cycles
+    # measured cycles left traced unasked because a sampler was decoding at their start (the
+    # run file says how many: a GPT-2 generate run whose PM decode ran at nearly every boundary
+    # had 1 of 10 measured cycles asked, and its report blamed the run's length)
+    _kept_busy: int = 0
 
     def __post_init__(self) -> None:
         usable = callable(getattr(self.trace, "pause", None))
@@ -127,8 +131,10 @@ class UntracedCycles:
         decided, self._next = self._next, None
         self._asked = False
         if decided is None:
-            if (warmup or self._switch_failed or not self.allowed() or self.schedule is None
-                    or self._samplers_busy()):
+            if warmup or self._switch_failed or not self.allowed() or self.schedule is None:
+                return
+            if self._samplers_busy():
+                self._kept_busy += 1
                 return
             decided = self._ask()
         self._asked = not warmup
@@ -311,7 +317,9 @@ class UntracedCycles:
         if self.schedule is None:
             return {"untraced_schedule": {"chosen_by": f"off: {self.off_reason}"}}
         schedule = self.schedule.params()
-        if not schedule.get("measured_cycles"):
+        if self._kept_busy:
+            schedule["traced_while_sampler_busy"] = self._kept_busy
+        elif not schedule.get("measured_cycles"):
             return {}
         if not self.positions:
             return {"untraced_schedule": schedule}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -318,3 +319,41 @@ def test_a_program_run_with_cupti_detached_in_its_untraced_runs_keeps_every_kern
     (tmp_path / "attached").mkdir()
     notes = " ".join(self_overhead_notes(_record(tmp_path / "attached"), "a"))
     assert UNTRACED_IS_NOT_BARE in notes and UNTRACED_DETACHED not in notes
+
+
+class _Decoding:
+    """A sampler whose decode runs at the start of the cycles in ``during``."""
+
+    name = "pm_sampling"
+
+    def __init__(self, log: CycleLog, during: set[int]) -> None:
+        self.log, self.during = log, during
+
+    def busy(self) -> bool:
+        return len(self.log.starts) in self.during
+
+
+def test_cycles_that_begin_during_a_decode_stay_traced_and_the_run_file_counts_them() -> None:
+    """A GPT-2 generate run at 40 us PM (H100, 2026-12-07) had a decode running at nearly every
+    boundary: 10 measured cycles, 1 asked about, all traced, and the report said the run was
+    too short. The cycles stay traced (an untraced run waits for a decode to end), the run
+    file counts them and the report says why."""
+    clock = [0]
+    log = _log(clock)
+    trace = _Trace()
+    untraced = UntracedCycles(None, trace, log, [_Decoding(log, set(range(3, 30)))])
+    for i in range(30):
+        log.begin_cycle("", i < 2)
+        assert trace.on
+        log.end_cycle()
+    schedule = untraced.params()["untraced_schedule"]
+    assert schedule["traced_while_sampler_busy"] == 27
+    assert schedule["measured_cycles"] == 1 and schedule["traced_cycles"] == 1
+    rf = load_run_file(Path(__file__).parents[3] / "fixtures" / "generate-found.json.gz")
+    params = {**rf.workload.params, "cycles_from": "function generate (found by sampling)",
+              "untraced_schedule": schedule}
+    rf = dataclasses.replace(rf, workload=dataclasses.replace(rf.workload, params=params))
+    (note,) = self_overhead_notes(rf, "g.json.gz")
+    assert "27 of its 28 measured cycles began while PM sampling was decoding" in note
+    assert "the one asked about was traced too" in note and "so cycle time is traced time" in note
+    assert "run more steps" not in note
