@@ -312,7 +312,8 @@ class UntracedCycles:
         was chosen and what it measured, or why every cycle was traced) and of what the
         untraced cycles switched off (``untraced_pause``), so that the report can say what
         the collector cost this run, or why it cannot; {} for a log that saw no measured
-        cycle (cycles found after the run come from no log)."""
+        cycle, asked or kept traced during a decode (cycles found after the run come from no
+        log)."""
         self._catch_up()
         if self.schedule is None:
             return {"untraced_schedule": {"chosen_by": f"off: {self.off_reason}"}}
