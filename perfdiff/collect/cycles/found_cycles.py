@@ -83,6 +83,11 @@ class FoundCycles:
         self.profiler_log = CycleLog(clock_ns=self.clock_ns)
         self.function_log = CycleLog(clock_ns=self.clock_ns)
 
+    def logs(self) -> tuple[CycleLog, CycleLog, CycleLog]:
+        """The three found logs, in the order a run's cycles are chosen from them
+        (``chosen_log``)."""
+        return (self.optimizer_log, self.profiler_log, self.function_log)
+
     def install(self) -> None:
         """Hook torch.optim and torch.profiler now, or as soon as the program imports them."""
         when_imported({"torch.optim.optimizer": self.hook_optimizers,
@@ -175,7 +180,7 @@ def chosen_log(found: FoundCycles) -> CycleLog | None:
     found function's calls (each needs ``MIN_FOUND_CYCLES`` completed cycles), else None (the
     detected period). One rule for ``choose_cycles`` and for the marks that must know
     beforehand (found_marks.py)."""
-    for log in (found.optimizer_log, found.profiler_log, found.function_log):
+    for log in found.logs():
         if log.table().index.size >= MIN_FOUND_CYCLES:
             return log
     return None

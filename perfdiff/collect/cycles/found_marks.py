@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from perfdiff.collect.cycles.cycles import CycleLog
 from perfdiff.collect.cycles.found_cycles import MIN_FOUND_CYCLES, FoundCycles, chosen_log
 from perfdiff.collect.cycles.program_marks import launches_from_marks
 from perfdiff.collect.records import RawTrace
@@ -44,15 +43,12 @@ class FoundMarks:
         self.switched = False  # the API kinds were switched off
         self.tried = False  # attach() was called (the GPU was known)
 
-    def logs(self) -> tuple[CycleLog, ...]:
-        return (self.found.optimizer_log, self.found.profiler_log, self.found.function_log)
-
     def attach(self, make_marker: Callable[[], Any]) -> None:
         """One marker (``.mark()``, ``.stream_ids``) per found log, from now on; a marker
         that cannot be made leaves that log unmarked (its launch records stay CUPTI's), and so
         does a log that has begun cycles already (its first ones would have no marks)."""
         self.tried = True
-        for log in self.logs():
+        for log in self.found.logs():
             if id(log) in self.streams or log.starts:
                 continue
             try:
@@ -71,7 +67,7 @@ class FoundMarks:
         if self.switched or explicit_cycles:
             return
         ready = any(id(log) in self.streams and log.mark_error is None and log.mark is not None
-                    and len(log.starts) >= MIN_FOUND_CYCLES for log in self.logs())
+                    and len(log.starts) >= MIN_FOUND_CYCLES for log in self.found.logs())
         stop = getattr(self.trace, "stop_api_records", None)
         if not ready or stop is None:
             return
@@ -86,7 +82,7 @@ class FoundMarks:
         None); after the switch the chosen log's marks replace the launch records."""
         chosen = chosen_log(self.found)
         out: dict[int, list[int] | None] = {}
-        for log in self.logs():
+        for log in self.found.logs():
             ids = self.streams.get(id(log))
             if ids is None:
                 continue

@@ -272,9 +272,7 @@ class ChildCollector:
         """Cycles completed so far, by whichever log has the run's: a program whose cycles are
         its optimizer steps has none in the marked log, and its incomplete run file said
         "after 0 cycles" over 49 recorded ones (ResNet-50 cut by a timeout, H100 2026-12-07)."""
-        logs = [self.log]
-        if self.found is not None:
-            logs += [self.found.optimizer_log, self.found.profiler_log, self.found.function_log]
+        logs: list[CycleLog] = [self.log, *(self.found.logs() if self.found is not None else ())]
         return max(log.completed for log in logs)
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
