@@ -68,7 +68,7 @@ def run(steps: int, every: int | None, patched: bool) -> dict[str, Any]:
         collector = ChildCollector(config, FakeTrace())
         collector.trace.start()
         if patched:
-            NvtxCycles(collector.recorder, "step").patch_torch_nvtx(module)
+            NvtxCycles(collector.recorder, "step", collector.log.clock_ns).patch_torch_nvtx(module)
         clock = time.monotonic_ns  # FakeTrace's clock: the cycles' stamps are on it too
         marks = [clock()]
         for _ in range(steps):

@@ -82,11 +82,17 @@ class CycleLog:
     express_begun: int = 0
     _express_open: bool = False
 
-    def begin_cycle(self, label: str, warmup: bool) -> None:
+    def begin_cycle(self, label: str, warmup: bool, at: int | None = None) -> None:
+        """``at``: the start as the caller stamped it, on ``clock_ns``, before its own
+        bookkeeping (an NVTX push: nvtx_cycles.py); used in the express lane only, where no
+        hook has to run before the stamp. Elsewhere the start is stamped after the hooks."""
         if self.express and not (warmup or self._open) and self.mark is None:
             self.express -= 1
             self.express_begun += 1
-            self.starts.append(self.clock_ns())
+            # a stamp read before another thread's boundary took the lock is not used
+            if at is None or (self.ends and at < self.ends[-1]):
+                at = self.clock_ns()
+            self.starts.append(at)
             self.labels.append(label)
             self.warmups.append(False)
             self._open = self._express_open = True
@@ -126,12 +132,14 @@ class CycleLog:
 
     def end_cycle(self, *, completed: bool = True) -> None:
         if self._express_open:
-            self.ends.append(self.clock_ns())
+            # the bookkeeping before the stamp, so that after it there is only the append:
+            # whatever follows the end stamp is in the program's step and in no cycle
             self._open = self._express_open = False
             self.completed_flags.append(completed)
             self._completed += completed
             if not completed:
                 self.express = 0  # the lane's owner decides again at its next hook
+            self.ends.append(self.clock_ns())
             return
         if not self._open:
             return

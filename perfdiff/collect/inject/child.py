@@ -95,9 +95,9 @@ class _Recorder:
         self.begun = 0
         self.lock = threading.Lock()
 
-    def begin_cycle(self, label: str, warmup: bool) -> None:
+    def begin_cycle(self, label: str, warmup: bool, at: int | None = None) -> None:
         with self.lock:
-            self.log.begin_cycle(label, warmup or self.begun < self.warmup)
+            self.log.begin_cycle(label, warmup or self.begun < self.warmup, at)
             self.begun += 1
 
     def end_cycle(self, *, completed: bool = True) -> None:
@@ -168,7 +168,7 @@ class ChildCollector:
         if self.config.cycle_range:
             from perfdiff.collect.cycles.nvtx_cycles import NvtxCycles
 
-            self.nvtx = NvtxCycles(self.recorder, self.config.cycle_range)
+            self.nvtx = NvtxCycles(self.recorder, self.config.cycle_range, self.log.clock_ns)
             self.nvtx.install()
         self._install_cycle_sources()
         atexit.register(self.finish)

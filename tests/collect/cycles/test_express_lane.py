@@ -149,3 +149,32 @@ def test_the_fixed_schedule_is_sure_of_the_rest_of_its_run() -> None:
     assert schedule.sure_untraced(9, 1) == 2
     assert schedule.sure_untraced(10, 2) == 1
     assert schedule.sure_untraced(11, 3) == 0
+
+
+def test_an_nvtx_push_in_the_lane_is_stamped_before_the_recorders_work() -> None:
+    """In the lane the push's own clock read is the cycle's start (the stack, lock and log
+    then lie inside the cycle); out of it the log stamps after its hooks, as before."""
+    from types import ModuleType
+
+    from perfdiff.collect.cycles.nvtx_cycles import NvtxCycles
+    from tests.factories import StepClock
+
+    clock = StepClock(10)
+    hooked: list[int] = []
+    log = CycleLog(clock_ns=clock, on_cycle_begin=lambda _: hooked.append(clock()))
+    module = ModuleType("torch.cuda.nvtx")
+    module.range_push = lambda msg: 0  # type: ignore[attr-defined]
+    module.range_pop = lambda: 0  # type: ignore[attr-defined]
+    NvtxCycles(log, "step", clock).patch_torch_nvtx(module)
+    module.range_push("step")  # type: ignore[attr-defined]
+    module.range_pop()  # type: ignore[attr-defined]
+    assert log.starts[-1] > hooked[-1]  # hooks first, then the stamp
+    log.express = 2
+    before = clock.now
+    module.range_push("step")  # type: ignore[attr-defined]
+    assert log.starts[-1] == before + 10  # the push's first read: no other read before it
+    module.range_push("inner")  # type: ignore[attr-defined]
+    module.range_pop()  # type: ignore[attr-defined]
+    module.range_pop()  # type: ignore[attr-defined]
+    assert log.express_begun == 1 and len(log.ends) == 2
+    assert log.table().index.size == 2
