@@ -292,9 +292,10 @@ def _why_all_traced(schedule: object) -> str:
         busy = schedule.get("traced_while_sampler_busy")
         if isinstance(busy, int) and busy > 0 and not timed:
             return (f"{busy} of its {busy + measured} measured cycles began while PM sampling "
-                    "was decoding its samples and stayed traced (an untraced run waits for a "
-                    "decode to end; a longer --sample-interval-ns or --no-pm leaves room for "
-                    f"untraced cycles), and {_asked(measured)}")
+                    "was decoding its samples and stayed traced (with --detach-untraced an "
+                    "untraced run waits for a decode to end; a longer --sample-interval-ns, "
+                    f"--no-pm or CUPTI left attached leaves room for untraced cycles), and "
+                    f"{_asked(measured)}")
         if schedule.get("traced_cycles") == measured:
             return (f"all {measured} measured cycles were traced (too few for an untraced run: "
                     "the first 6 are always traced; run more steps)")

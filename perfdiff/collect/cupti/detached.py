@@ -55,6 +55,9 @@ class DetachingTrace:
     before: attached, kinds off), with one warning saying why."""
 
     name = "cupti_activity"
+    # its pause must not run beside another thread's call into CUPTI (overhead.py waits for
+    # samplers' work under way before an untraced run)
+    detaches_cupti = True
 
     def __init__(self, open_backend: Callable[[bool], Any], *, launch_records: bool,
                  finalize: Callable[[], object], synchronize: Callable[[], object],

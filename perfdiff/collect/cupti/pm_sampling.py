@@ -240,20 +240,27 @@ class PmSampler:
     paused_as = "pm_drain"  # the run file's ``untraced_pause`` names this, not PM sampling
 
     def busy(self) -> bool:
-        """A decode is running now: an untraced cycle waits for it to end (overhead.py), so
-        that neither its host work lands in the cycle nor a detach (``detached.py``) runs
-        beside a call into CUPTI."""
+        """A decode is running now: a trace that detaches CUPTI waits for it to end before an
+        untraced run (overhead.py), so that no detach (``detached.py``) runs beside a call
+        into CUPTI."""
         if not self._lock.acquire(blocking=False):
             return True
         self._lock.release()
         return False
 
-    def pause(self) -> None:
-        """No decode starts until ``resume``; one already running is waited for (``busy``
-        makes that rare). The hardware buffer holds ~4 s at 40 us past the drain's threshold,
-        far more than the untraced cycles between two traced ones (bench/README.md issue 28,
-        CUPTI detached with PM: PM kept sampling through cuptiFinalize)."""
+    def hold(self) -> None:
+        """No decode starts until ``resume``; one already running finishes in its thread (the
+        decode releases the interpreter): what an untraced run asks of PM while CUPTI stays
+        attached. Returns at once, inside the program's step."""
         self._held.set()
+
+    def pause(self) -> None:
+        """``hold``, then a decode already running is waited for (``busy`` makes that rare):
+        what a run that detaches CUPTI needs. The hardware buffer holds ~4 s at 40 us past
+        the drain's threshold, far more than the untraced cycles between two traced ones
+        (bench/README.md issue 28, CUPTI detached with PM: PM kept sampling through
+        cuptiFinalize)."""
+        self.hold()
         with self._lock:
             pass
 

@@ -177,8 +177,16 @@ class UntracedCycles:
         return True
 
     def _samplers_busy(self) -> bool:
-        """A sampler is inside work it cannot drop (PM's decode): the cycle stays traced and
-        the schedule is asked again at the next one."""
+        """A sampler is inside work it cannot drop (PM's decode) and the trace detaches CUPTI
+        in untraced runs: the cycle stays traced and the schedule is asked again at the next
+        one, since no thread may call into CUPTI while it finalizes (``_pause``). A trace that
+        stays attached does not wait: the decode runs on in its own thread, with the
+        interpreter released (bench/README.md, "PM decode and NVML": 0 gaps above 1 ms in the
+        program's thread), and no new one starts until tracing is back (``_pause_samplers``).
+        Why not wait there too: on a GPT-2 ``generate`` run the decode ran at most
+        boundaries, and 20 cycles had no untraced one at all (H100, 2026-12-07)."""
+        if not getattr(self.trace, "detaches_cupti", False):
+            return False
         for sampler in self.samplers:
             busy = getattr(sampler, "busy", None)
             if callable(busy) and busy():
@@ -187,11 +195,13 @@ class UntracedCycles:
 
     def _pause_samplers(self) -> None:
         self._paused_samplers = []
+        detaches = getattr(self.trace, "detaches_cupti", False)
         for sampler in self.samplers:
             if not callable(getattr(sampler, "pause", None)):
                 continue
             try:
-                sampler.pause()
+                # ``hold``: the same pause without waiting for work under way (_samplers_busy)
+                (sampler.pause if detaches else getattr(sampler, "hold", sampler.pause))()
             except Exception as exc:  # that sampler keeps running: its cost stays in the figure
                 self._note_once(f"pausing {getattr(sampler, 'name', 'a sampler')} for an "
                                 f"untraced cycle failed ({type(exc).__name__}: {exc}); it kept "

@@ -471,7 +471,8 @@ def open_cupti_trace(config: InjectConfig) -> TraceBackend:
     # of that decode lands in a cycle, and a process killed outright leaves them on disk
     return DeferredTrace(lambda: open_cupti(config, launch_records=api,
                                             spool_dir=config.shard_dir),
-                         pm_requested=config.pm_wanted)
+                         pm_requested=config.pm_wanted,
+                         detaches_cupti=config.detach_untraced)
 
 
 _collector: ChildCollector | None = None

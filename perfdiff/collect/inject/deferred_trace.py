@@ -43,8 +43,12 @@ class DeferredTrace:
 
     name = "cupti_activity"
 
-    def __init__(self, factory: Callable[[], Any], *, pm_requested: bool = True) -> None:
+    def __init__(self, factory: Callable[[], Any], *, pm_requested: bool = True,
+                 detaches_cupti: bool = False) -> None:
         self._factory = factory
+        # whether the real backend will detach CUPTI in pause (--detach-untraced): asked
+        # before an untraced run (overhead.py), when the real one may not exist yet
+        self.detaches_cupti = detaches_cupti
         self._pm_requested = pm_requested
         self._real: Any = None
         self._failed: str | None = None

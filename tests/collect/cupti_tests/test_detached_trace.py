@@ -386,3 +386,51 @@ def test_a_run_that_ends_detached_attaches_again_before_the_samplers_stop() -> N
     cols = trace.stop().as_columns()
     assert [cols.names[int(k)] for k in cols.kernels["name_key"]] == ["gemm_a"]
     assert not trace.warnings
+
+
+def test_an_attached_trace_neither_waits_for_a_busy_sampler_nor_skips_its_untraced_run() -> None:
+    """CUPTI stays attached (the default): PM's decode runs on in its own thread, so the
+    untraced run begins on schedule and PM is only held (``hold``: no new decode), never
+    waited for in the program's step (a GPT-2 run's decode ran at most boundaries)."""
+    events: list[str] = []
+
+    class AttachedTrace:
+        def pause(self) -> None:
+            events.append("pause")
+
+        def resume(self) -> None:
+            events.append("resume")
+
+    class Pm:
+        name = "pm_sampling"
+        paused_as = "pm_drain"
+
+        def busy(self) -> bool:
+            return True
+
+        def hold(self) -> None:
+            events.append("pm hold")
+
+        def pause(self) -> None:
+            raise AssertionError("waited for a decode with CUPTI attached")
+
+        def resume(self) -> None:
+            events.append("pm resume")
+
+    log = _ticking_log()
+    untraced = UntracedCycles(4, AttachedTrace(), log, [Pm()])
+    for _ in range(12):
+        log.begin_cycle("", False)
+        log.end_cycle()
+    assert untraced.positions and events[:2] == ["pm hold", "pause"]
+    assert "traced_while_sampler_busy" not in untraced.params()["untraced_schedule"]
+    assert untraced.params()["untraced_pause"] == ["cupti_activity", "pm_drain"]
+
+
+def test_a_deferred_trace_says_whether_its_backend_will_detach() -> None:
+    """The child's trace exists before CUPTI does: it must still say it will detach, or a
+    detach could run beside PM's decode (``UntracedCycles._samplers_busy``)."""
+    from perfdiff.collect.inject.deferred_trace import DeferredTrace
+
+    assert DeferredTrace(lambda: None, detaches_cupti=True).detaches_cupti
+    assert not DeferredTrace(lambda: None).detaches_cupti

@@ -336,11 +336,13 @@ class _Decoding:
 def test_cycles_that_begin_during_a_decode_stay_traced_and_the_run_file_counts_them() -> None:
     """A GPT-2 generate run at 40 us PM (H100, 2026-12-07) had a decode running at nearly every
     boundary: 10 measured cycles, 1 asked about, all traced, and the report said the run was
-    too short. The cycles stay traced (an untraced run waits for a decode to end), the run
-    file counts them and the report says why."""
+    too short. With a trace that detaches CUPTI the cycles stay traced (a detach must not run
+    beside a decode), the run file counts them and the report says why. (Attached, the run
+    does not wait: test_detached_trace.py.)"""
     clock = [0]
     log = _log(clock)
     trace = _Trace()
+    trace.detaches_cupti = True  # type: ignore[attr-defined]
     untraced = UntracedCycles(None, trace, log, [_Decoding(log, set(range(3, 30)))])
     for i in range(30):
         log.begin_cycle("", i < 2)
