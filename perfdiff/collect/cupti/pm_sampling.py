@@ -69,6 +69,13 @@ DECODE_AT_FILL = 0.8
 # sampling lost its PM values from there on (issue 28; H100 2026-11-28, GPT-2 generate: 19.5 %
 # coverage; scripts/gpu/pm_long_probe.py).
 DECODE_AT_IMAGE_SHARE = 0.5
+# ... and while untraced cycles hold the drain with CUPTI attached (``hold``), only once the
+# backlog would fill this share of the largest image: later than usual, so that a short
+# untraced run has no decode in it, but before samples are lost. Why: a GPT-2 ``generate``
+# run's untraced runs of ~20 cycles of 330 ms held the drain for ~6.6 s, past what the
+# hardware buffer holds at 40 us (~6.4 s): 213,000 samples undecoded at stop, whose decode
+# answered ERROR_OUT_OF_MEMORY, and a traced cycle without PM (H100, 2026-12-07).
+DECODE_HELD_AT_IMAGE_SHARE = 0.75
 DRAIN_PERIOD_S = 0.05  # how often the drain thread checks the backlog
 IMAGE_MARGIN = 1.25  # an image holds the estimated backlog times this, plus IMAGE_MIN_SAMPLES
 IMAGE_MIN_SAMPLES = 2_000
@@ -140,7 +147,8 @@ class PmSampler:
         self._overflowed = False
         self._drain_error: BaseException | None = None
         self._stop_drain = threading.Event()
-        self._held = threading.Event()  # set while an untraced cycle runs (pause)
+        self._held = threading.Event()  # set while an untraced cycle runs (hold, pause)
+        self._soft_hold = False  # held by ``hold``: a backlog near the limit is still decoded
         self._drainer: threading.Thread | None = None
 
     def _new_collector(self) -> Any:
@@ -249,18 +257,22 @@ class PmSampler:
         return False
 
     def hold(self) -> None:
-        """No decode starts until ``resume``; one already running finishes in its thread (the
-        decode releases the interpreter): what an untraced run asks of PM while CUPTI stays
-        attached. Returns at once, inside the program's step."""
+        """Until ``resume``, no decode starts unless the backlog nears what the hardware and
+        one image hold (DECODE_HELD_AT_IMAGE_SHARE); one already running finishes in its
+        thread (the decode releases the interpreter): what an untraced run asks of PM while
+        CUPTI stays attached. Returns at once, inside the program's step."""
+        self._soft_hold = True
         self._held.set()
 
     def pause(self) -> None:
-        """``hold``, then a decode already running is waited for (``busy`` makes that rare):
-        what a run that detaches CUPTI needs. The hardware buffer holds ~4 s at 40 us past
-        the drain's threshold, far more than the untraced cycles between two traced ones
-        (bench/README.md issue 28, CUPTI detached with PM: PM kept sampling through
-        cuptiFinalize)."""
-        self.hold()
+        """No decode starts until ``resume``, whatever the backlog, and a decode already
+        running is waited for (``busy`` makes that rare): what a run that detaches CUPTI
+        needs (no call into CUPTI beside a finalize). PM samples on meanwhile (bench/README.md
+        issue 28, CUPTI detached with PM: PM kept sampling through cuptiFinalize); a paused
+        run longer than the hardware buffer holds (~6.4 s at 40 us) loses samples, and the
+        coverage warning says so."""
+        self._soft_hold = False
+        self._held.set()
         with self._lock:
             pass
 
@@ -279,8 +291,9 @@ class PmSampler:
         decode on the H100 with a 40 % threshold: bench/README.md issue 13).
         """
         threshold = self._drain_threshold()
+        held_threshold = self._drain_threshold(DECODE_HELD_AT_IMAGE_SHARE)
         while not self._stop_drain.wait(DRAIN_PERIOD_S):
-            if self._held.is_set() or self._backlog() < threshold:
+            if not self._decode_due(threshold, held_threshold):
                 continue
             try:
                 self._decode_available()
@@ -288,13 +301,21 @@ class PmSampler:
                 self._drain_error = exc
                 return
 
-    def _drain_threshold(self) -> int:
+    def _decode_due(self, threshold: int, held_threshold: int) -> bool:
+        """Whether the drain decodes now: past ``threshold``; while held by ``hold`` only past
+        ``held_threshold``; while paused, never."""
+        backlog = self._backlog()
+        if not self._held.is_set():
+            return backlog >= threshold
+        return self._soft_hold and backlog >= max(threshold, held_threshold)
+
+    def _drain_threshold(self, image_share: float = DECODE_AT_IMAGE_SHARE) -> int:
         """Backlog (samples) at which the drain decodes while the program runs: 80 % of the
-        hardware buffer, but never more than DECODE_AT_IMAGE_SHARE of the largest image."""
+        hardware buffer, but never more than ``image_share`` of the largest image."""
         with self._lock:
             image_samples = self._max_image_samples()
         return max(1, min(int(DECODE_AT_FILL * self._buffer_bytes / SAMPLE_RECORD_BYTES),
-                          int(DECODE_AT_IMAGE_SHARE * image_samples)))
+                          int(image_share * image_samples)))
 
     def _backlog(self) -> int:
         """Samples not decoded yet, estimated from the trace clock."""
@@ -311,8 +332,8 @@ class PmSampler:
         full = int(cupti.PmSamplingDecodeStopReason.COUNTER_DATA_FULL)
         drainer = threading.current_thread() is self._drainer
         with self._lock:
-            if drainer and self._held.is_set():
-                return  # held between the loop's look and the lock (pause)
+            if drainer and self._held.is_set() and not self._soft_hold:
+                return  # paused between the loop's look and the lock (pause)
             self._check_alive()
             while True:
                 capacity = min(int(self._backlog() * IMAGE_MARGIN) + IMAGE_MIN_SAMPLES,

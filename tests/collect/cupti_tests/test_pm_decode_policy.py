@@ -197,3 +197,40 @@ def test_busy_while_a_decode_runs_and_pause_waits_for_it() -> None:
     worker.join(5)
     assert not paused.is_alive() and not sampler.busy()
     assert sum(c for _, c in sampler._images) == 1_000
+
+
+def test_a_held_sampler_decodes_only_a_backlog_near_the_limit_and_a_paused_one_never(
+        monkeypatch: Any) -> None:
+    """``hold`` (untraced runs, CUPTI attached): a short run has no decode in it, a long one
+    is decoded before the hardware buffer overflows (a GPT-2 run held for ~6.6 s lost 213,000
+    samples and its stop decode ran out of memory, H100 2026-12-07). ``pause`` (a detach
+    follows): never, whatever the backlog."""
+    monkeypatch.setattr(pm_sampling, "MAX_IMAGE_BYTES", 100_000)  # thresholds by the image
+    fake = FakeCupti()
+    sampler = _sampler(fake)
+    sampler._soft_hold = False
+    sampler._drainer = threading.current_thread()
+    normal = sampler._drain_threshold()
+    held = sampler._drain_threshold(pm_sampling.DECODE_HELD_AT_IMAGE_SHARE)
+    assert (normal, held) == (50_000, 75_000)
+    fake.now = normal * INTERVAL
+    assert sampler._decode_due(normal, held)
+    sampler.hold()
+    assert not sampler._decode_due(normal, held)
+    fake.now = held * INTERVAL
+    assert sampler._decode_due(normal, held)
+    sampler._decode_available()  # the drain's own decode is not refused under a hold
+    assert sum(c for _, c in sampler._images) == held and fake.dropped == 0
+    sampler.resume()
+    sampler.pause()
+    fake.now = 10 * held * INTERVAL
+    assert not sampler._decode_due(normal, held)
+    sampler._decode_available()
+    assert sum(c for _, c in sampler._images) == held  # nothing more while paused
+
+
+def test_a_held_threshold_lies_below_the_hardware_buffer_and_one_image() -> None:
+    sampler = _sampler(FakeCupti())
+    held = sampler._drain_threshold(pm_sampling.DECODE_HELD_AT_IMAGE_SHARE)
+    assert held * pm_sampling.SAMPLE_RECORD_BYTES < pm_sampling.HARDWARE_BUFFER_BYTES
+    assert pm_sampling.DECODE_AT_IMAGE_SHARE < pm_sampling.DECODE_HELD_AT_IMAGE_SHARE < 1
