@@ -205,7 +205,7 @@ from tests.support.fake_cupti import launch
 for i in range(33):
     with perfdiff.cycle():
         launch(f"c{i}_k", 0.1)
-        time.sleep(0.004 if i % 8 in (0, 7) else 0.005)
+        time.sleep(0.002 if i % 8 in (0, 7) else 0.005)
 """
 
 
@@ -229,14 +229,16 @@ def test_a_program_run_carries_its_own_overhead(tmp_path: Path) -> None:
     (run,) = rf.runs
     assert run.cycles.traced is not None and run.cycles.hold_ns is not None
     untraced = np.flatnonzero(run.cycles.traced == 0).tolist()
-    # runs of two: a lead-in (8k - 1) and a timed one (8k), both slept 4 ms instead of 5
+    # runs of two: a lead-in (8k - 1) and a timed one (8k), both slept 2 ms instead of 5
     assert untraced == [7, 8, 15, 16, 23, 24, 31, 32]
     names = [rf.strings[i].mangled for i in run.kernels.name_id.tolist()]
     assert not any(int(name.split("_")[0][1:]) in untraced for name in names)
     assert len(names) == 33 - 8
     found = self_overhead(rf)  # the timed ones only
     assert found is not None and found.untraced_cycles == 4 and found.traced_cycles == 24
-    assert 15 < found.overhead_pct < 35  # 5 ms vs 4 ms: +25 %
+    # 5 ms vs 2 ms: +150 %. Wide apart, so that a loaded host's late wake-ups (which lengthen
+    # both kinds alike) cannot carry it out of bounds (5 vs 4 ms read +14.4 % under CI's load)
+    assert 60 < found.overhead_pct < 250
     note, share = self_overhead_notes(rf, "run.json.gz")
     assert "tracing overhead on this run +" in note and "4 untraced cycle(s)" in note
     assert "no PM or NVML sampler ran" in note  # the fake backend has none
