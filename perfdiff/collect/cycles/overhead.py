@@ -96,8 +96,12 @@ class UntracedCycles:
     # run file says how many: a GPT-2 generate run whose PM decode ran at nearly every boundary
     # had 1 of 10 measured cycles asked, and its report blamed the run's length)
     _kept_busy: int = 0
+    # the trace detaches CUPTI in its pause (``detaches_cupti``, fixed for the run): samplers
+    # are then paused and waited for, else held (``_samplers_busy``, ``_pause_samplers``)
+    _detaches: bool = False
 
     def __post_init__(self) -> None:
+        self._detaches = bool(getattr(self.trace, "detaches_cupti", False))
         usable = callable(getattr(self.trace, "pause", None))
         self.schedule = (make_schedule(self.every, self.cost_target, self.lockstep)
                          if usable else None)
@@ -185,7 +189,7 @@ class UntracedCycles:
         program's thread), and no new one starts until tracing is back (``_pause_samplers``).
         Why not wait there too: on a GPT-2 ``generate`` run the decode ran at most
         boundaries, and 20 cycles had no untraced one at all (H100, 2026-12-07)."""
-        if not getattr(self.trace, "detaches_cupti", False):
+        if not self._detaches:
             return False
         for sampler in self.samplers:
             busy = getattr(sampler, "busy", None)
@@ -195,13 +199,12 @@ class UntracedCycles:
 
     def _pause_samplers(self) -> None:
         self._paused_samplers = []
-        detaches = getattr(self.trace, "detaches_cupti", False)
         for sampler in self.samplers:
             if not callable(getattr(sampler, "pause", None)):
                 continue
             try:
                 # ``hold``: the same pause without waiting for work under way (_samplers_busy)
-                (sampler.pause if detaches else getattr(sampler, "hold", sampler.pause))()
+                (sampler.pause if self._detaches else getattr(sampler, "hold", sampler.pause))()
             except Exception as exc:  # that sampler keeps running: its cost stays in the figure
                 self._note_once(f"pausing {getattr(sampler, 'name', 'a sampler')} for an "
                                 f"untraced cycle failed ({type(exc).__name__}: {exc}); it kept "
