@@ -313,16 +313,21 @@ variant() {  # variant PROG CFG ROUND: PROG recorded as CFG (D defaults, P --no-
   # X --no-pm --detach-untraced: CUPTI detached in the untraced runs, cupti/detached.py;
   # Y --detach-untraced with PM on (the defaults but the detach); Z --no-pm --no-nvml
   # --detach-untraced (what is left of the collector in a detached untraced cycle);
-  # T torch.profiler over every steady step, the program's own --trace: timm, graph, cnn, gpt2)
+  # T torch.profiler over every steady step, the program's own --trace: timm, graph, cnn, gpt2;
+  # L --cost-target 1.02: long untraced runs; N the floor under an NVTX cycle, no perfdiff:
+  # bench/nvtx_boundary/floor_probe.py)
   local p=$1 c=$2 r=$3 f="$W/rounds/$1$2-r$3" extra
   case $c in  # the real collector's variants differ only in their options
     D) extra="" ;; P) extra="--no-pm" ;; Q) extra="--no-pm --no-nvml" ;;
     X) extra="--no-pm --detach-untraced" ;; Y) extra="--detach-untraced" ;;
     Z) extra="--no-pm --no-nvml --detach-untraced" ;;
+    L) extra="--cost-target 1.02" ;;  # long untraced runs (PM's held decode near its buffer)
   esac
   case $c in
     B) bare "$p" "$W/rounds/$p-r$r-bare.log" >/dev/null ;;
-    D|P|Q|X|Y|Z) run timeout 180 "${PD[@]}" collect $(opts "$p") $extra -o "$f.json.gz" -- "$PY" $(prog "$p") \
+    N) run timeout 120 "$PY" bench/nvtx_boundary/floor_probe.py $(prog "$p") \
+         | tee "$W/rounds/$p-r$r-floor.log" >/dev/null ;;
+    D|P|Q|X|Y|Z|L) run timeout 180 "${PD[@]}" collect $(opts "$p") $extra -o "$f.json.gz" -- "$PY" $(prog "$p") \
          | tee "$f.json.gz.log" >/dev/null ;;
     T) STEPTIMER_PROFILE_ALL=1 run timeout 180 "$PY" $(prog "$p") --trace "/tmp/$p-r$r.pt.trace.json" \
          | tee "$W/rounds/$p-r$r-profiler.log" >/dev/null; rm -f "/tmp/$p-r$r.pt.trace.json" ;;
@@ -340,7 +345,7 @@ step_var() {  # each of VARS (B bare, D, P, Q, F, X, Y, T) for each of VARPROGS,
       say "var $p round $r: $cfgs"
       for c in $cfgs; do variant "$p" "$c" "$r"; done
       for c in $cfgs; do
-        case $c in B|T) ;; *) cp "$W/rounds/$p-r$r-bare.log" "$W/rounds/$p$c-r$r-bare.log" 2>/dev/null ;; esac
+        case $c in B|T|N) ;; *) cp "$W/rounds/$p-r$r-bare.log" "$W/rounds/$p$c-r$r-bare.log" 2>/dev/null ;; esac
       done
     done
   done
