@@ -10,6 +10,8 @@ Run (CPU; ../shared must hold latencyprism/ and kineto/hta/)::
 
     PYTHONPATH=. python bench/run_cv/pair_verdicts.py 1 2 3 5.8 \
         > bench/run_cv/results/pair-verdicts-2026-11-28.json
+    PYTHONPATH=. python bench/run_cv/pair_verdicts.py 3 3/18 \
+        > bench/run_cv/results/pair-verdicts-2026-12-08.json   (CV/HOST: --host-run-cv-pct)
 """
 
 from __future__ import annotations
@@ -44,12 +46,16 @@ AB = [
 ]
 
 
-def _row(kind: str, normal: Path, abnormal: Path, cv: float) -> dict[str, object]:
-    comparison = compare_paths(normal, abnormal, CompareOptions(run_cv_pct=cv, force=True))[0]
+def _row(kind: str, normal: Path, abnormal: Path, cv: float, host: float) -> dict[str, object]:
+    options = CompareOptions(run_cv_pct=cv, host_run_cv_pct=host, force=True)
+    comparison = compare_paths(normal, abnormal, options)[0]
     ct = comparison.cycle_time
+    sides = comparison.options.side_run_cv_pct
     found = [r for r in comparison.rows if r.verdict in ("slower", "faster")]
     return {"kind": kind, "normal": str(normal.relative_to(REPO.parent)),
             "abnormal": str(abnormal.relative_to(REPO.parent)), "run_cv_pct": cv,
+            "host_run_cv_pct": host,
+            "side_run_cv_pct": [round(v, 2) for v in sides] if sides else None,
             "test_unit": comparison.test_unit, "cycle_verdict": ct.verdict,
             "cycle_delta_pct": round(ct.delta_pct, 2),
             "cycle_ci_pct": [round(ct.ci_low_pct, 2), round(ct.ci_high_pct, 2)],
@@ -57,12 +63,14 @@ def _row(kind: str, normal: Path, abnormal: Path, cv: float) -> dict[str, object
 
 
 def main() -> None:
-    cvs = [float(a) for a in sys.argv[1:]] or [2.0]
+    # CV or CV/HOST (--run-cv-pct, --host-run-cv-pct; a bare CV: no raise where the GPU idles)
+    cvs = [(float(a.split("/")[0]), float(a.split("/")[1]) if "/" in a else 0.0)
+           for a in sys.argv[1:]] or [(3.0, 0.0)]
     rows = []
     for kind, pairs in (("A/A", AA), ("A/B", AB)):
         for normal, abnormal in pairs:
-            for cv in cvs:
-                rows.append(_row(kind, normal, abnormal, cv))
+            for cv, host in cvs:
+                rows.append(_row(kind, normal, abnormal, cv, host))
                 print(json.dumps(rows[-1]), file=sys.stderr)
     json.dump({"rows": rows}, sys.stdout, indent=1)
     sys.stdout.write("\n")

@@ -42,6 +42,7 @@ from perfdiff.analysis.model import (
     CompareOptions,
     Comparison,
     CycleTimeChange,
+    Headline,
     InventoryChange,
     MetricRow,
     Replacement,
@@ -49,6 +50,7 @@ from perfdiff.analysis.model import (
     Verdict,
 )
 from perfdiff.analysis.noise import (
+    host_aware_cv,
     idle_cycle_floor,
     inflation,
     interval_se,
@@ -157,6 +159,7 @@ def compare_tables(
                      works=works) if comparable else None
     if by_kernel:
         tables = with_family_rows(tables, works)
+    opts = host_aware_cv(opts, _idle_shares(split))
     n_runs = [int(t[C.RUN].nunique()) for t in tables]
     unit: TestUnit = "runs" if min(n_runs) >= 2 else "batch means"
     notes.append(_unit_note(unit, n_runs, opts))
@@ -264,6 +267,24 @@ def _appended(table: pd.DataFrame, extra: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([table, extra.reindex(columns=table.columns)], ignore_index=True)
 
 
+def _idle_shares(split: Headline | None) -> tuple[float, float]:
+    """Each side's GPU idle as a share of its mean cycle, as the headline splits it (traced
+    cycles; NaN where it has no idle part): how much of a cycle the host holds
+    (``noise.host_aware_cv``). Why the traced cycles' share even where untraced ones give the
+    cycle time: the host-speed figure it multiplies was fitted on it (bench/README.md), and a
+    host's work that overlaps the GPU's (a Trainer's collation) moves the cycle too, which
+    untraced idle alone would miss (its between-process CV 7.8-9.75 % at 26-40 % idle)."""
+    idle = next((p for p in split.parts if p.kind == "idle"), None) if split else None
+    if split is None or idle is None:
+        return math.nan, math.nan
+    return (_share(idle.ms_normal, split.cycle_ms_normal),
+            _share(idle.ms_abnormal, split.cycle_ms_abnormal))
+
+
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole > 0 and math.isfinite(part) else math.nan
+
+
 def _unit_note(unit: TestUnit, n_runs: list[int], opts: CompareOptions) -> str:
     """How the tests formed their samples; for one-run sides, what that costs in numbers:
     the cycle-time changes the pair cannot call and can detect at the assumed run-to-run
@@ -274,20 +295,41 @@ def _unit_note(unit: TestUnit, n_runs: list[int], opts: CompareOptions) -> str:
             f"Tests use run-level means ({n_runs[0]} vs {n_runs[1]} runs): consecutive cycles "
             "are correlated, runs are not."
         )
-    single = sum(1 for n in n_runs if n < 2)
+    single = [n < 2 for n in n_runs]
     detected = minimum_detectable_pct(opts, single)
     never = never_called_pct(opts, single)
-    sides = "Each side is" if single == 2 else "One side is"
+    sides = "Each side is" if all(single) else "One side is"
     return (
         f"One run on at least one side: tests use batch means (up to {opts.n_batches} batches "
         "of consecutive cycles per side), since consecutive cycles are correlated. "
         f"{sides} one run, which cannot show run-to-run variation: the tests assume "
-        f"{opts.run_cv_pct:g} % per one-run side (--run-cv-pct), so this pair calls no "
+        f"{_assumed_cv(opts, single)}, so this pair calls no "
         f"cycle-time change under {never:.1f} % and finds one of {detected:.1f} % (its minimum "
         "detectable change) at best 4 times in 5. To measure the variation instead, record "
         "two or more runs per side (perfdiff collect --runs N, or several recordings joined "
         "by perfdiff merge) and compare those."
     )
+
+
+def _assumed_cv(opts: CompareOptions, single: list[bool]) -> str:
+    """The assumed run-to-run variation in words: one figure, or each one-run side's with the
+    GPU idle share that raised it (``noise.host_aware_cv``)."""
+    base = f"--run-cv-pct {opts.run_cv_pct:g}"
+    if opts.side_run_cv_pct is None or opts.side_idle_share is None:
+        return f"{opts.run_cv_pct:g} % per one-run side ({base})"
+    parts = []
+    for side, (one, cv, share) in enumerate(zip(single, opts.side_run_cv_pct,
+                                                  opts.side_idle_share, strict=True)):
+        if not one:
+            continue
+        label = ("normal", "abnormal")[side]
+        raised = (f" (GPU idle {100 * share:.0f} % of its cycle x {opts.host_run_cv_pct:g} %)"
+                  if cv > opts.run_cv_pct else "")
+        parts.append(f"{cv:.1f} % for the {label} side{raised}")
+    if all(cv <= opts.run_cv_pct for cv in opts.side_run_cv_pct):
+        return f"{opts.run_cv_pct:g} % per one-run side ({base}; the GPU idles too little for more)"
+    return (" and ".join(parts) + f": at least {opts.run_cv_pct:g} % ({base}), more where the "
+            "GPU idles, since a host's speed differs between processes (--host-run-cv-pct)")
 
 
 def _notes(

@@ -27,6 +27,13 @@ TestUnit = Literal["runs", "batch means", "cycles"]
 # Where the figure comes from and what it costs: docs/explanation/statistics.md ("One run per
 # side") and bench/README.md (issue 28, "CPU only, 2026-11-28").
 DEFAULT_RUN_CV_PCT = 3.0
+# ... but that median hides two populations: steps that wait on the GPU vary 0.02-1.4 % between
+# processes, steps that wait on the host 4-25 % (timm bf16, CNN AMP, DDP bf16, HF Trainer). How
+# much a process's host speed moves its cycle scales with the share of the cycle the GPU idles,
+# so a one-run side is assumed to vary by at least this % times that share (timm ViT-S bf16:
+# GPU idle 62 % of the cycle, between-process CV 4-25 %, median 11 %; H100/H200). Where from:
+# bench/README.md, issue 28, "Host-bound sides" (2026-12-08).
+HOST_RUN_CV_PCT = 18.0
 
 
 @dataclass(frozen=True)
@@ -44,11 +51,25 @@ class CompareOptions:
     # added by the statistics: run-to-run variation (coefficient of variation, %) assumed when a
     # side has one run, since one run cannot show it (docs/explanation/statistics.md)
     run_cv_pct: float = DEFAULT_RUN_CV_PCT
+    # run-to-run CV (%) of a cycle's host part: a one-run side whose GPU idles a share s of its
+    # cycle is assumed to vary by max(run_cv_pct, host_run_cv_pct * s); 0: run_cv_pct alone
+    host_run_cv_pct: float = HOST_RUN_CV_PCT
+    # set by the comparison from each side's GPU idle (noise.host_aware_cv): the CV (%) assumed
+    # for each one-run side, normal and abnormal; None: run_cv_pct for both
+    side_run_cv_pct: tuple[float, float] | None = None
+    # the GPU idle share of each side's cycle those figures came from
+    side_idle_share: tuple[float, float] | None = None
     # added by the statistics (issue 6): the same assumption for GPU idle, in % of the *cycle*
     # time (idle is the remainder of the cycle and moves with it); None: run_cv_pct
     idle_run_cv_pct: float | None = None
     # the unit of a row (grouping.py): kernel, family, op (launching framework op) or module
     by: str = "kernel"
+
+    def side_cv(self, side: int) -> float:
+        """The run-to-run CV (a fraction) assumed for side ``side`` (0 normal, 1 abnormal)
+        when it is one run."""
+        pct = self.run_cv_pct if self.side_run_cv_pct is None else self.side_run_cv_pct[side]
+        return pct / 100.0
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,10 @@ statistics.md, "The tests"); one module states them all.
 
 from __future__ import annotations
 
+import math
 import warnings
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -33,42 +35,73 @@ def noise_model(
 
     A side recorded in one run cannot show run-to-run variation, yet a second run would differ
     by about ``run_cv_pct``: each such side adds that much (relative) to the floor of the SE.
+    Not raised where the GPU idles (``host_aware_cv``): a kernel's GPU time per cycle does not
+    move with the host's speed; GPU idle's floor is ``idle_cycle_floor``'s.
     """
     if unit == "runs":
         return REL_SE_FLOOR, False
-    cv = opts.run_cv_pct / 100.0
     single = [_runs_in(u, group) < 2 for u in units]
-    floor = float(np.sqrt(sum(cv**2 for s in single if s)))
-    return max(REL_SE_FLOOR, floor), True
+    return max(REL_SE_FLOOR, single_run_floor(opts, single, host=False)), True
 
 
-def minimum_detectable_pct(opts: CompareOptions, single_run_sides: int) -> float:
+def single_run_floor(opts: CompareOptions, single: Sequence[bool] | int, *,
+                     host: bool = True) -> float:
+    """The relative SE floor the one-run sides add: the root sum of squares of their assumed
+    CVs (``single[i]``: side i is one run; an int n: the first n sides). ``host``: each side's
+    own CV, raised where its GPU idles (cycle time, GPU idle); False: ``run_cv_pct`` for
+    every side (a kernel's GPU time, which a host's speed does not move)."""
+    if isinstance(single, int):
+        single = [side < single for side in range(2)]
+    cvs = [opts.side_cv(i) if host else opts.run_cv_pct / 100.0 for i in range(2)]
+    return float(np.sqrt(sum(cvs[i] ** 2 for i, one in enumerate(single) if one)))
+
+
+def host_aware_cv(opts: CompareOptions, idle_share: tuple[float, float]) -> CompareOptions:
+    """``opts`` with each side's assumed run-to-run CV: ``run_cv_pct``, raised to
+    ``host_run_cv_pct`` times the share of the cycle its GPU idles.
+
+    Why: one assumed CV for every program was either too small for steps that wait on the
+    host (timm ViT-S bf16 processes of one host 29.6-36.0 ms, two of three same-variant pairs
+    called "faster" or "slower", H100 2026-12-08) or too large for steps that wait on the GPU
+    (0.02-1.4 % between processes). A process's host speed moves its cycle by the part of
+    the cycle the host holds; the GPU's idle share is that part as the recording sees it
+    (traced cycles: an upper bound, so the assumption errs wide). A NaN share keeps
+    ``run_cv_pct``."""
+    if opts.host_run_cv_pct <= 0:
+        return opts
+    cvs = tuple(opts.run_cv_pct if not math.isfinite(share)
+                else max(opts.run_cv_pct, opts.host_run_cv_pct * min(1.0, max(0.0, share)))
+                for share in idle_share)
+    return replace(opts, side_run_cv_pct=(cvs[0], cvs[1]), side_idle_share=idle_share)
+
+
+def minimum_detectable_pct(opts: CompareOptions, single: Sequence[bool] | int) -> float:
     """The minimum detectable cycle-time change (%, 80 % power, at ``opts.alpha``) that the
-    assumed run-to-run variation alone allows a pair with ``single_run_sides`` one-run sides,
+    assumed run-to-run variation alone allows a pair whose one-run sides are ``single``,
     however many cycles each has; at least the practical threshold.
 
-    Why: each one-run side adds ``run_cv_pct`` to the relative floor of the SE (``noise_model``,
-    ``summary.cycle_time_change``), a known variance that no number of cycles shrinks. The
-    same MDE as the report's (``stats.minimum_detectable_floored``: a slowdown raises its own
-    floor), with no within-run noise, which can only add to it.
+    Why: each one-run side adds its assumed CV to the relative floor of the SE
+    (``noise_model``, ``summary.cycle_time_change``), a known variance that no number of
+    cycles shrinks. The same MDE as the report's (``stats.minimum_detectable_floored``: a
+    slowdown raises its own floor), with no within-run noise, which can only add to it.
     """
-    floor = np.sqrt(single_run_sides) * opts.run_cv_pct / 100.0
+    floor = single_run_floor(opts, single)
     mde = minimum_detectable_floored(
         np.zeros(1), np.full(1, np.inf), opts.alpha, mean_normal=np.ones(1), rel_floor=floor,
         abs_floor=0.0, threshold=opts.practical_threshold_pct / 100.0)
     return float(100.0 * mde[0])
 
 
-def never_called_pct(opts: CompareOptions, single_run_sides: int) -> float:
-    """The cycle-time change (%) below which a pair with ``single_run_sides`` one-run sides
-    never calls a change, in either direction, however many cycles it has.
+def never_called_pct(opts: CompareOptions, single: Sequence[bool] | int) -> float:
+    """The cycle-time change (%) below which a pair whose one-run sides are ``single`` never
+    calls a change, in either direction, however many cycles it has.
 
     Why beside the MDE: a change between the two is sometimes called, sometimes not; users
     asking "could this pair have shown a 3 % change at all?" need this bound. The verdict needs
     p < alpha, so |Δ| > z(1 - alpha/2) times the floor (a speed-up's floor scales with the
     normal mean, the smaller one), and |Δ| above the practical threshold.
     """
-    floor = np.sqrt(single_run_sides) * opts.run_cv_pct
+    floor = 100.0 * single_run_floor(opts, single)
     z = NormalDist().inv_cdf(1.0 - opts.alpha / 2.0)  # the floor has no degrees of freedom
     return float(max(opts.practical_threshold_pct, z * floor))
 
@@ -81,13 +114,14 @@ def idle_cycle_floor(
     Why apart from the kernels': idle is the remainder of the cycle; from run to run it moves
     with the whole cycle (host speed, launch queue), not by a share of itself (real A/A: idle
     0.65-0.96 ms of a 5.8 ms cycle). ``idle_run_cv_pct`` states that assumption, in % of the
-    cycle, per single-run side; by default it is ``run_cv_pct``.
+    cycle, per single-run side; by default each side's assumed CV (``host_aware_cv``).
     """
     if unit == "runs":
         return 0.0
-    pct = opts.run_cv_pct if opts.idle_run_cv_pct is None else opts.idle_run_cv_pct
-    single = sum(1 for u in units if _runs_in(u, group) < 2)
-    return float(np.sqrt(single) * pct / 100.0)
+    single = [_runs_in(u, group) < 2 for u in units]
+    if opts.idle_run_cv_pct is None:
+        return single_run_floor(opts, single)
+    return float(np.sqrt(sum(single)) * opts.idle_run_cv_pct / 100.0)
 
 
 def _runs_in(u: SideUnits, group: tuple[int, str]) -> int:

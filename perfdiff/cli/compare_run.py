@@ -25,7 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from perfdiff.analysis.model import DEFAULT_RUN_CV_PCT
+from perfdiff.analysis.model import DEFAULT_RUN_CV_PCT, HOST_RUN_CV_PCT
 from perfdiff.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ class CompareArgs:
     alpha: float = 0.05
     threshold: float = 1.0
     run_cv_pct: float = DEFAULT_RUN_CV_PCT
+    host_run_cv_pct: float = HOST_RUN_CV_PCT
     fail_on_regression: float | None = None
     plots: str | None = None
     seed_compatible: bool = False
@@ -116,6 +117,11 @@ COMPARE_OPTIONS: tuple[OptionSpec, ...] = (
         "Run-to-run variation (CV, %) assumed for a side recorded in one run, which cannot "
         "show it; GPU idle: % of the cycle. Ignored with >= 2 runs per side (measured "
         "there).")),
+    OptionSpec("host_run_cv_pct", "float", 0.0, 1000.0, names=("--host-run-cv-pct",),
+               metavar="PCT", help=(
+        "Run-to-run variation (CV, %) of the host's part of a cycle: a one-run side whose GPU "
+        "idles a share s of its cycle is assumed to vary by at least PCT x s (steps that "
+        "wait on the host differ more between processes); 0: --run-cv-pct alone.")),
     OptionSpec("fail_on_regression", "float", 0.0, names=("--fail-on-regression",),
                help="the cycle time, or a function's time per cycle (as % of cycle time),",
                shared="fail_on_regression"),
@@ -264,7 +270,8 @@ def run_compare(args: CompareArgs, checked: CheckedInputs | None = None) -> int:
 
     options = CompareOptions(alpha=args.alpha, practical_threshold_pct=args.threshold,
                              seed_compatible=args.seed_compatible, top=args.top,
-                             force=args.force, run_cv_pct=args.run_cv_pct, by=args.by.value)
+                             force=args.force, run_cv_pct=args.run_cv_pct,
+                             host_run_cv_pct=args.host_run_cv_pct, by=args.by.value)
     if args.plots is not None:
         from perfdiff.report.figures import ensure_plotting
 

@@ -31,7 +31,7 @@ _GIB = Limit(0.0, float(1 << 20), "GiB", low_open=True)
 
 OPTION_LIMITS: dict[str, dict[str, Limit]] = {
     "compare": {"--top": _COUNT, "--rows": _COUNT, "--alpha": _ALPHA, "--threshold": _PCT,
-                "--run-cv-pct": _PCT, "--fail-on-regression": _GATE},
+                "--run-cv-pct": _PCT, "--host-run-cv-pct": _PCT, "--fail-on-regression": _GATE},
     "bench": {"--alpha": _ALPHA, "--noise-floor-pct": _PCT,
               "--min-delta-us": Limit(0.0, 1e9, "us"), "--spread-factor": Limit(0.0, 1000.0),
               "--fail-on-regression": _GATE},
