@@ -61,12 +61,12 @@ def host_aware_cv(opts: CompareOptions, idle_share: tuple[float, float]) -> Comp
     ``host_run_cv_pct`` times the share of the cycle its GPU idles.
 
     Why: one assumed CV for every program was either too small for steps that wait on the
-    host (timm ViT-S bf16 processes of one host 29.6-36.0 ms, two of three same-variant pairs
-    called "faster" or "slower", H100 2026-12-08) or too large for steps that wait on the GPU
-    (0.02-1.4 % between processes). A process's host speed moves its cycle by the part of
-    the cycle the host holds; the GPU's idle share is that part as the recording sees it
-    (traced cycles: an upper bound, so the assumption errs wide). A NaN share keeps
-    ``run_cv_pct``."""
+    host (timm ViT-S bf16 processes of one host 29.6-36.0 ms; 2 of 15 same-variant pairs of
+    recorded processes called "faster" or "slower", H100 2026-12-08) or too large for steps
+    that wait on the GPU (0.02-1.4 % between processes). A process's host speed moves its
+    cycle by the part of the cycle the host holds; the GPU's idle share is that part as the
+    recording sees it (traced cycles: an upper bound, so the assumption errs wide). A NaN
+    share keeps ``run_cv_pct``."""
     if opts.host_run_cv_pct <= 0:
         return opts
     cvs = tuple(opts.run_cv_pct if not math.isfinite(share)
