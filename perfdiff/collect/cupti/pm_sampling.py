@@ -268,9 +268,8 @@ class PmSampler:
         """No decode starts until ``resume``, whatever the backlog, and a decode already
         running is waited for (``busy`` makes that rare): what a run that detaches CUPTI
         needs (no call into CUPTI beside a finalize). PM samples on meanwhile (bench/README.md
-        issue 28, CUPTI detached with PM: PM kept sampling through cuptiFinalize); a paused
-        run longer than the hardware buffer holds (~6.4 s at 40 us) loses samples, and the
-        coverage warning says so."""
+        issue 28, CUPTI detached with PM: PM kept sampling through cuptiFinalize); the paused
+        run ends before the hardware buffer fills (``pause_limit_ns``)."""
         self._soft_hold = False
         self._held.set()
         with self._lock:
@@ -278,6 +277,15 @@ class PmSampler:
 
     def resume(self) -> None:
         self._held.clear()
+
+    def pause_limit_ns(self) -> int:
+        """How long a pause begun now may last before samples are lost: the time until the
+        backlog reaches what a held decode would start at (DECODE_HELD_AT_IMAGE_SHARE of the
+        largest image, or DECODE_AT_FILL of the hardware buffer). A paused sampler decodes
+        nothing, so the untraced run that paused it ends by then (``overhead.UntracedCycles``:
+        a detached GPT-2 run of ~6.6 s lost 213,000 samples at 40 us)."""
+        left = self._drain_threshold(DECODE_HELD_AT_IMAGE_SHARE) - self._backlog()
+        return max(0, left) * self._interval_ns
 
     def _drain_loop(self) -> None:
         """Decode while the run goes on only when the hardware buffer is filling up.

@@ -99,6 +99,11 @@ class UntracedCycles:
     # the trace detaches CUPTI in its pause (``detaches_cupti``, fixed for the run): samplers
     # are then paused and waited for, else held (``_samplers_busy``, ``_pause_samplers``)
     _detaches: bool = False
+    # a detached run's end at the latest (trace clock, ns): when the paused samplers' buffers
+    # would fill (``pause_limit_ns``); None: no sampler bounds it
+    _deadline: int | None = None
+    # untraced runs ended early so that a paused sampler's buffer would not overflow
+    _ended_for_samplers: int = 0
 
     def __post_init__(self) -> None:
         self._detaches = bool(getattr(self.trace, "detaches_cupti", False))
@@ -178,7 +183,36 @@ class UntracedCycles:
         self._mark, self.log.mark = self.log.mark, None
         self.positions.append(len(self.log.starts))
         self._off_ns = self.log.clock_ns() - began
+        self._deadline = self._samplers_deadline(began)
         return True
+
+    def _samplers_deadline(self, began: int) -> int | None:
+        """Where the trace detaches CUPTI, the samplers are paused, not held, and a paused PM
+        sampler decodes nothing until tracing is back: the run must end before its hardware
+        buffer fills (``PmSampler.pause_limit_ns``). Why: a GPT-2 ``generate`` run of ~20
+        cycles of 330 ms held PM's decode for ~6.6 s, past the ~6.4 s the buffer holds at
+        40 us, and 213,000 samples were lost (H100, 2026-12-07). Attached, a held sampler
+        decodes by itself near that limit (``PmSampler.hold``): no deadline."""
+        if not self._detaches:
+            return None
+        limits = []
+        for sampler in self._paused_samplers:
+            limit = getattr(sampler, "pause_limit_ns", None)
+            if callable(limit):
+                try:
+                    value = limit()
+                except Exception:  # a sampler that cannot say bounds nothing
+                    continue
+                if value is not None:
+                    limits.append(int(value))
+        return began + min(limits) if limits else None
+
+    def _past_deadline(self) -> bool:
+        """The next untraced cycle, as long as the last one, would end past the deadline."""
+        if self._deadline is None or not self.log.ends:
+            return False
+        last = self.log.ends[-1] - self.log.starts[-1]
+        return self.log.clock_ns() + last > self._deadline
 
     def _samplers_busy(self) -> bool:
         """A sampler is inside work it cannot drop (PM's decode) and the trace detaches CUPTI
@@ -258,6 +292,10 @@ class UntracedCycles:
             self.schedule.observe(duration, untraced=self._paused, timed=self._timed)
         self._asked = False
         if self._paused:
+            if self._past_deadline():
+                self._ended_for_samplers += 1
+                self._next = False  # traced: the samplers decode before their buffer fills
+                return
             self._next = self._ask()
             if self._next and self.express_ok():
                 self._grant_express()
@@ -268,7 +306,12 @@ class UntracedCycles:
         range and the stamps, and their bookkeeping is caught up at the next hook
         (``_catch_up``) in the order it would have had."""
         assert self.schedule is not None
-        self.log.express = 1 + self.schedule.sure_untraced(self._measured + 1, self._run + 1)
+        lane = 1 + self.schedule.sure_untraced(self._measured + 1, self._run + 1)
+        if self._deadline is not None and self.log.ends:
+            # no further than the deadline: the lane has no hook to end the run at it
+            last = max(self.log.ends[-1] - self.log.starts[-1], 1)
+            lane = min(lane, max(1, (self._deadline - self.log.clock_ns()) // last))
+        self.log.express = lane
 
     def _catch_up(self) -> None:
         """What ``before_begin`` and ``after_end`` would have done for the cycles of the
@@ -289,11 +332,15 @@ class UntracedCycles:
                 schedule.observe(log.ends[i] - log.starts[i], untraced=True, timed=True)
             self._asked = False
             self._next = self._ask()
+        if begun and self._next and self._paused and self._past_deadline():
+            self._ended_for_samplers += 1
+            self._next = False  # the lane stopped at the deadline (_grant_express)
 
     def _resume(self) -> None:
         """Tracing, then the samplers, on again (the reverse of ``_pause``)."""
         began = self.log.clock_ns()
         self._paused = False
+        self._deadline = None
         self.log.mark = self._mark
         try:
             self.trace.resume()
@@ -333,6 +380,8 @@ class UntracedCycles:
         schedule = self.schedule.params()
         if self._kept_busy:
             schedule["traced_while_sampler_busy"] = self._kept_busy
+        if self._ended_for_samplers:
+            schedule["runs_ended_for_sampler_buffers"] = self._ended_for_samplers
         elif not schedule.get("measured_cycles"):
             return {}
         if not self.positions:

@@ -234,3 +234,17 @@ def test_a_held_threshold_lies_below_the_hardware_buffer_and_one_image() -> None
     held = sampler._drain_threshold(pm_sampling.DECODE_HELD_AT_IMAGE_SHARE)
     assert held * pm_sampling.SAMPLE_RECORD_BYTES < pm_sampling.HARDWARE_BUFFER_BYTES
     assert pm_sampling.DECODE_AT_IMAGE_SHARE < pm_sampling.DECODE_HELD_AT_IMAGE_SHARE < 1
+
+
+def test_a_pause_may_last_until_the_backlog_reaches_the_held_threshold(monkeypatch: Any) -> None:
+    """What a detached untraced run may take (``pause_limit_ns``; overhead.py ends the run by
+    then): the time until the backlog reaches the held decode's threshold, less what is
+    already waiting; 0 once it is there."""
+    monkeypatch.setattr(pm_sampling, "MAX_IMAGE_BYTES", 100_000)  # held threshold 75,000
+    fake = FakeCupti()
+    sampler = _sampler(fake)
+    assert sampler.pause_limit_ns() == 75_000 * INTERVAL
+    fake.now = 25_000 * INTERVAL  # a third of it undecoded already
+    assert sampler.pause_limit_ns() == 50_000 * INTERVAL
+    fake.now = 90_000 * INTERVAL
+    assert sampler.pause_limit_ns() == 0

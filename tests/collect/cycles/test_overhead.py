@@ -361,3 +361,69 @@ def test_cycles_that_begin_during_a_decode_stay_traced_and_the_run_file_counts_t
     assert "27 of its 28 measured cycles began while PM sampling was decoding" in note
     assert "the one asked about was traced too" in note and "so cycle time is traced time" in note
     assert "run more steps" not in note
+
+
+class _PausedPm:
+    """A PM sampler whose buffer holds ``limit_ns`` of a pause (``PmSampler.pause_limit_ns``)."""
+
+    name = "pm_sampling"
+
+    def __init__(self, limit_ns: int) -> None:
+        self.limit_ns = limit_ns
+        self.paused = False
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def hold(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+
+    def pause_limit_ns(self) -> int:
+        return self.limit_ns
+
+
+def _untraced_runs(detaches: bool, express: bool, cycles: int = 120) -> tuple[list[int], Any]:
+    """Cycles of 1,000 ns that take 1.5 x that traced (the schedule then wants untraced runs
+    of dozens), with a PM sampler whose buffer holds 5,500 ns of a pause: the untraced runs'
+    lengths."""
+    clock = [0]
+    log = CycleLog(clock_ns=lambda: clock[0])
+    trace = _Trace()
+    trace.detaches_cupti = detaches  # type: ignore[attr-defined]
+    untraced = UntracedCycles(None, trace, log, [_PausedPm(5_500)],
+                              express_ok=lambda: express)
+    for i in range(cycles):
+        clock[0] += 10
+        log.begin_cycle("", i < 2)
+        clock[0] += 1_500 if trace.on else 1_000
+        log.end_cycle()
+    table = untraced.apply(log.table())
+    assert table.traced is not None
+    runs, run = [], 0
+    for traced in [*table.traced.tolist(), 1]:
+        if traced:
+            if run:
+                runs.append(run)
+            run = 0
+        else:
+            run += 1
+    return runs, untraced
+
+
+def test_a_detached_run_ends_before_a_paused_samplers_buffer_fills() -> None:
+    """A paused PM sampler decodes nothing, so a detached untraced run longer than its
+    hardware buffer loses samples (GPT-2 generate, ~6.6 s at 40 us: 213,000 lost, H100
+    2026-12-07). The run ends when one more cycle would pass the limit, hooks or express
+    lane alike, and the run file counts those ends; attached (the sampler only held, it
+    decodes by itself) runs are not bounded."""
+    for express in (False, True):
+        runs, untraced = _untraced_runs(detaches=True, express=express)
+        assert runs and max(runs) <= 5, (express, runs)
+        ended = untraced.params()["untraced_schedule"]["runs_ended_for_sampler_buffers"]
+        assert ended >= len(runs) - 1
+    runs, untraced = _untraced_runs(detaches=False, express=True)
+    assert max(runs) > 5
+    assert "runs_ended_for_sampler_buffers" not in untraced.params()["untraced_schedule"]
