@@ -326,7 +326,8 @@ def _assumed_cv(opts: CompareOptions, single: list[bool]) -> str:
         raised = (f" (GPU idle {100 * share:.0f} % of its cycle x {opts.host_run_cv_pct:g} %)"
                   if cv > opts.run_cv_pct else "")
         parts.append(f"{cv:.1f} % for the {label} side{raised}")
-    if all(cv <= opts.run_cv_pct for cv in opts.side_run_cv_pct):
+    if all(cv <= opts.run_cv_pct for one, cv in zip(single, opts.side_run_cv_pct, strict=True)
+           if one):
         return f"{opts.run_cv_pct:g} % per one-run side ({base}; the GPU idles too little for more)"
     return (" and ".join(parts) + f": at least {opts.run_cv_pct:g} % ({base}), more where the "
             "GPU idles, since a host's speed differs between processes (--host-run-cv-pct)")

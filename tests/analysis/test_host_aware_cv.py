@@ -107,3 +107,12 @@ def test_the_note_names_each_sides_figure_and_why() -> None:
     gpu_bound = _compare(abnormal, abnormal)
     note = next(n for n in gpu_bound.notes if "run-to-run" in n)
     assert "3 % per one-run side (--run-cv-pct 3; the GPU idles too little for more)" in note
+
+
+def test_a_side_of_several_runs_assumes_nothing_and_is_not_named() -> None:
+    """Runs measure their variation: the note speaks of the one-run side only."""
+    normal = make_run_file(n_cycles=30, n_runs=2, idle_ms=HALF, noise=0.005, seed=1)
+    abnormal = make_run_file(n_cycles=30, noise=0.005, seed=2)
+    note = next(n for n in _compare(normal, abnormal).notes if "run-to-run" in n)
+    assert "One side is one run" in note and "normal side" not in note
+    assert "3 % per one-run side (--run-cv-pct 3; the GPU idles too little for more)" in note
