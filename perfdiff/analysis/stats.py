@@ -89,7 +89,9 @@ def welch(
     n_y, m_y, v_y = _nan_stats(y)
     delta = m_y - m_x
     floor = np.maximum(abs_floor, rel_floor * np.fmax(np.abs(m_x), np.abs(m_y)))
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # over: a variance near 1e-160 squares below the smallest double and the df overflows to
+    # inf, which the fallback below catches (a hypothesis example, CI 2026-12-08)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         a = v_x / n_x * var_scale_normal
         b = v_y / n_y * var_scale_abnormal
         se = np.sqrt(a + b + floor**2)
@@ -423,7 +425,7 @@ def paired_by_position(
     n_d, _, v_d = _nan_stats(y - x)
     delta = m_y - m_x
     floor = np.maximum(abs_floor, rel_floor * np.fmax(np.abs(m_x), np.abs(m_y)))
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # as in welch
         sampling = v_d / n_d * var_scale
         se = np.sqrt(sampling + floor**2)
         z = delta / se
