@@ -380,10 +380,10 @@ class UntracedCycles:
         schedule = self.schedule.params()
         if self._kept_busy:
             schedule["traced_while_sampler_busy"] = self._kept_busy
-        if self._ended_for_samplers:
-            schedule["runs_ended_for_sampler_buffers"] = self._ended_for_samplers
         elif not schedule.get("measured_cycles"):
             return {}
+        if self._ended_for_samplers:
+            schedule["runs_ended_for_sampler_buffers"] = self._ended_for_samplers
         if not self.positions:
             return {"untraced_schedule": schedule}
         # a trace that detached CUPTI in them (--detach-untraced: cupti/detached.py) says so

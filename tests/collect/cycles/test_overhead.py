@@ -363,6 +363,21 @@ def test_cycles_that_begin_during_a_decode_stay_traced_and_the_run_file_counts_t
     assert "run more steps" not in note
 
 
+def test_a_log_whose_every_measured_cycle_began_during_a_decode_still_says_so() -> None:
+    """No cycle was asked about at all: the run file still counts the ones kept traced, so
+    that the report can say why there is no untraced cycle (not "{}": no measured cycle)."""
+    clock = [0]
+    log = _log(clock)
+    trace = _Trace()
+    trace.detaches_cupti = True  # type: ignore[attr-defined]
+    untraced = UntracedCycles(None, trace, log, [_Decoding(log, set(range(2, 30)))])
+    for i in range(30):
+        log.begin_cycle("", i < 2)
+        log.end_cycle()
+    schedule = untraced.params()["untraced_schedule"]
+    assert schedule["traced_while_sampler_busy"] == 28
+
+
 class _PausedPm:
     """A PM sampler whose buffer holds ``limit_ns`` of a pause (``PmSampler.pause_limit_ns``)."""
 
