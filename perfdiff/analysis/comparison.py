@@ -317,18 +317,15 @@ def _assumed_cv(opts: CompareOptions, single: list[bool]) -> str:
     base = f"--run-cv-pct {opts.run_cv_pct:g}"
     if opts.side_run_cv_pct is None or opts.side_idle_share is None:
         return f"{opts.run_cv_pct:g} % per one-run side ({base})"
-    parts = []
-    for side, (one, cv, share) in enumerate(zip(single, opts.side_run_cv_pct,
-                                                  opts.side_idle_share, strict=True)):
-        if not one:
-            continue
-        label = ("normal", "abnormal")[side]
-        raised = (f" (GPU idle {100 * share:.0f} % of its cycle x {opts.host_run_cv_pct:g} %)"
-                  if cv > opts.run_cv_pct else "")
-        parts.append(f"{cv:.1f} % for the {label} side{raised}")
-    if all(cv <= opts.run_cv_pct for one, cv in zip(single, opts.side_run_cv_pct, strict=True)
-           if one):
+    sides = [(label, cv, share) for label, one, cv, share
+             in zip(("normal", "abnormal"), single, opts.side_run_cv_pct, opts.side_idle_share,
+                    strict=True) if one]
+    if all(cv <= opts.run_cv_pct for _, cv, _ in sides):
         return f"{opts.run_cv_pct:g} % per one-run side ({base}; the GPU idles too little for more)"
+    parts = [f"{cv:.1f} % for the {label} side"
+             + (f" (GPU idle {100 * share:.0f} % of its cycle x {opts.host_run_cv_pct:g} %)"
+                if cv > opts.run_cv_pct else "")
+             for label, cv, share in sides]
     return (" and ".join(parts) + f": at least {opts.run_cv_pct:g} % ({base}), more where the "
             "GPU idles, since a host's speed differs between processes (--host-run-cv-pct)")
 

@@ -62,8 +62,14 @@ def _verdict_line(comparison: Comparison) -> str:
     if not change.comparable:
         return ("**Cycle times not compared**: the two sides' cycles were cut differently "
                 "(see the notes); the findings compare shares of cycle time.")
-    size = (f"mean cycle time {fmt_ms(change.delta_ms, signed=True)} ms "
-            f"({fmt_pct(change.delta_pct, signed=True)})")
+    pct = fmt_pct(change.delta_pct, signed=True)
+    if change.verdict == "no change" and math.isfinite(change.ci_low_pct):
+        # the interval beside the word: "No change" at +45.5 % is a change this pair cannot
+        # tell from noise, not a change measured to be small (one run a side of a host-bound
+        # step, train-step fixtures: [-1.8, +100.0] %)
+        pct += (f"; 95 % interval [{fmt_pct(change.ci_low_pct, signed=True)}, "
+                f"{fmt_pct(change.ci_high_pct, signed=True)}], not significant")
+    size = f"mean cycle time {fmt_ms(change.delta_ms, signed=True)} ms ({pct})"
     split = comparison.headline
     work = ""
     if split is not None and split.gpu_work_ms_normal > 0:
@@ -74,12 +80,6 @@ def _verdict_line(comparison: Comparison) -> str:
     verdict = change.verdict
     if verdict == "insufficient data":
         return (f"**Not tested** ({_cycles_text(comparison)}): {size}{work}.")
-    if verdict == "no change" and math.isfinite(change.ci_low_pct):
-        # the interval beside the word: "No change" at +45.5 % is a change this pair cannot
-        # tell from noise, not a change measured to be small (one run a side of a host-bound
-        # step, train-step fixtures: [-1.8, +100.0] %)
-        size = (f"{size[:-1]}; 95 % interval [{fmt_pct(change.ci_low_pct, signed=True)}, "
-                f"{fmt_pct(change.ci_high_pct, signed=True)}], not significant)")
     return f"**{verdict.capitalize()}**: {size}{work}."
 
 

@@ -207,12 +207,19 @@ class UntracedCycles:
                     limits.append(int(value))
         return began + min(limits) if limits else None
 
-    def _past_deadline(self) -> bool:
-        """The next untraced cycle, as long as the last one, would end past the deadline."""
+    def _last_ns(self) -> int:
+        """The last cycle's length: what the next untraced one is expected to take."""
+        return self.log.ends[-1] - self.log.starts[-1]
+
+    def _run_ends_for_samplers(self) -> bool:
+        """The next untraced cycle, as long as the last one, would end past the deadline: the
+        run ends here (counted), so that the samplers decode before their buffer fills."""
         if self._deadline is None or not self.log.ends:
             return False
-        last = self.log.ends[-1] - self.log.starts[-1]
-        return self.log.clock_ns() + last > self._deadline
+        if self.log.clock_ns() + self._last_ns() <= self._deadline:
+            return False
+        self._ended_for_samplers += 1
+        return True
 
     def _samplers_busy(self) -> bool:
         """A sampler is inside work it cannot drop (PM's decode) and the trace detaches CUPTI
@@ -292,9 +299,8 @@ class UntracedCycles:
             self.schedule.observe(duration, untraced=self._paused, timed=self._timed)
         self._asked = False
         if self._paused:
-            if self._past_deadline():
-                self._ended_for_samplers += 1
-                self._next = False  # traced: the samplers decode before their buffer fills
+            if self._run_ends_for_samplers():
+                self._next = False
                 return
             self._next = self._ask()
             if self._next and self.express_ok():
@@ -309,8 +315,8 @@ class UntracedCycles:
         lane = 1 + self.schedule.sure_untraced(self._measured + 1, self._run + 1)
         if self._deadline is not None and self.log.ends:
             # no further than the deadline: the lane has no hook to end the run at it
-            last = max(self.log.ends[-1] - self.log.starts[-1], 1)
-            lane = min(lane, max(1, (self._deadline - self.log.clock_ns()) // last))
+            lane = min(lane, max(1, (self._deadline - self.log.clock_ns())
+                                 // max(self._last_ns(), 1)))
         self.log.express = lane
 
     def _catch_up(self) -> None:
@@ -332,8 +338,7 @@ class UntracedCycles:
                 schedule.observe(log.ends[i] - log.starts[i], untraced=True, timed=True)
             self._asked = False
             self._next = self._ask()
-        if begun and self._next and self._paused and self._past_deadline():
-            self._ended_for_samplers += 1
+        if begun and self._next and self._paused and self._run_ends_for_samplers():
             self._next = False  # the lane stopped at the deadline (_grant_express)
 
     def _resume(self) -> None:
