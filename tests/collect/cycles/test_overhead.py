@@ -335,22 +335,29 @@ class _Decoding:
         return len(self.log.starts) in self.during
 
 
+def _decoding_schedule(busy_from: int) -> dict[str, Any]:
+    """30 cycles (2 warm-up) of a detaching trace whose PM sampler decodes at the start of
+    every cycle from ``busy_from`` on; tracing stays on throughout. The run file's schedule."""
+    clock = [0]
+    log = _log(clock)
+    trace = _Trace()
+    trace.detaches_cupti = True  # type: ignore[attr-defined]
+    untraced = UntracedCycles(None, trace, log, [_Decoding(log, set(range(busy_from, 30)))])
+    for i in range(30):
+        log.begin_cycle("", i < 2)
+        assert trace.on
+        log.end_cycle()
+    schedule: dict[str, Any] = untraced.params()["untraced_schedule"]
+    return schedule
+
+
 def test_cycles_that_begin_during_a_decode_stay_traced_and_the_run_file_counts_them() -> None:
     """A GPT-2 generate run at 40 us PM (H100, 2026-12-07) had a decode running at nearly every
     boundary: 10 measured cycles, 1 asked about, all traced, and the report said the run was
     too short. With a trace that detaches CUPTI the cycles stay traced (a detach must not run
     beside a decode), the run file counts them and the report says why. (Attached, the run
     does not wait: test_detached_trace.py.)"""
-    clock = [0]
-    log = _log(clock)
-    trace = _Trace()
-    trace.detaches_cupti = True  # type: ignore[attr-defined]
-    untraced = UntracedCycles(None, trace, log, [_Decoding(log, set(range(3, 30)))])
-    for i in range(30):
-        log.begin_cycle("", i < 2)
-        assert trace.on
-        log.end_cycle()
-    schedule = untraced.params()["untraced_schedule"]
+    schedule = _decoding_schedule(3)
     assert schedule["traced_while_sampler_busy"] == 27
     assert schedule["measured_cycles"] == 1 and schedule["traced_cycles"] == 1
     rf = load_run_file(Path(__file__).parents[3] / "fixtures" / "generate-found.json.gz")
@@ -366,16 +373,7 @@ def test_cycles_that_begin_during_a_decode_stay_traced_and_the_run_file_counts_t
 def test_a_log_whose_every_measured_cycle_began_during_a_decode_still_says_so() -> None:
     """No cycle was asked about at all: the run file still counts the ones kept traced, so
     that the report can say why there is no untraced cycle (not "{}": no measured cycle)."""
-    clock = [0]
-    log = _log(clock)
-    trace = _Trace()
-    trace.detaches_cupti = True  # type: ignore[attr-defined]
-    untraced = UntracedCycles(None, trace, log, [_Decoding(log, set(range(2, 30)))])
-    for i in range(30):
-        log.begin_cycle("", i < 2)
-        log.end_cycle()
-    schedule = untraced.params()["untraced_schedule"]
-    assert schedule["traced_while_sampler_busy"] == 28
+    assert _decoding_schedule(2)["traced_while_sampler_busy"] == 28
 
 
 class _PausedPm:
